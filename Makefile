@@ -1,0 +1,36 @@
+# Two commands for a fresh machine: `make serve` and `make test`. Nothing else is needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INI ?= development.ini
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test test-sqlite install initdb clean bench
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet -e '.[testing]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Migrate to head and load the demo data when the database is new, then serve on :6543.
+serve: $(STAMP)
+	mkdir -p var
+	$(BIN)/jsonapi-pyramid-initdb $(INI) --demo
+	$(BIN)/pserve $(INI)
+
+initdb: $(STAMP)
+	mkdir -p var
+	$(BIN)/jsonapi-pyramid-initdb $(INI) --demo
+
+# SQLite always; PostgreSQL too when TEST_DATABASE_URL is set or a server answers on 127.0.0.1:5432.
+test: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-sqlite: $(STAMP)
+	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var/*.sqlite *.egg-info

@@ -1,0 +1,29 @@
+"""The reference service: a small blog with accounts, built only on jsonapi_pyramid's public API."""
+from __future__ import annotations
+
+import os
+
+from pyramid.config import Configurator
+from pyramid.exceptions import ConfigurationError
+
+
+def database_url(settings) -> str:
+    """``DATABASE_URL`` overrides ``sqlalchemy.url``; one of them must be set."""
+    url = os.environ.get("DATABASE_URL") or settings.get("sqlalchemy.url")
+    if not url:
+        raise ConfigurationError(
+            "No database configured: set the DATABASE_URL environment variable "
+            "(for example postgresql+psycopg://user@host/dbname) or sqlalchemy.url in the ini file."
+        )
+    return url
+
+
+def main(global_config, **settings):
+    """The paste entry point that ``pserve`` runs."""
+    settings["sqlalchemy.url"] = database_url(settings)
+    with Configurator(settings=settings) as config:
+        config.include("jsonapi_pyramid.db")  # engine, pyramid_tm, pyramid_retry, request.dbsession
+        config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation
+        config.include(".passwords")  # argon2 parameters from the settings
+        config.include(".resources")  # the blog's resource types, their rules and permissions
+    return config.make_wsgi_app()

@@ -1,0 +1,73 @@
+"""The blog's resource types: what each exposes, who sees which rows, what can be filtered."""
+from __future__ import annotations
+
+from sqlalchemy import false, or_
+
+from .models import Article, Comment, Role, Tag, Token, User, UserProfile
+
+
+def current_user_id(request):
+    identity = request.identity
+    return identity.id if identity is not None else None
+
+
+def is_admin(request) -> bool:
+    identity = request.identity
+    return identity is not None and identity.is_admin
+
+
+def visible_articles(request):
+    """Published articles for everyone; drafts for their author and admins."""
+    if is_admin(request):
+        return None
+    user_id = current_user_id(request)
+    if user_id is None:
+        return Article.status == "published"
+    return or_(Article.status == "published", Article.user_id == user_id)
+
+
+def visible_comments(request):
+    """Comments are hidden with their article."""
+    articles = visible_articles(request)
+    return None if articles is None else Comment.article.has(articles)
+
+
+def visible_profiles(request):
+    """Profiles are for authenticated callers."""
+    return None if request.identity is not None else false()
+
+
+def visible_tokens(request):
+    """A token is visible to its owner and to admins only (others get 404)."""
+    if is_admin(request):
+        return None
+    user_id = current_user_id(request)
+    return Token.user_id == user_id if user_id is not None else false()
+
+
+USER_ATTRIBUTES = ("name", "email", "active", "createdAt", "updatedAt")
+ARTICLE_ATTRIBUTES = ("title", "body", "status", "createdAt", "updatedAt")
+
+
+def includeme(config):
+    config.add_jsonapi_resource(
+        User,
+        filterable=USER_ATTRIBUTES + ("roles", "articles", "profile"),
+        sortable=USER_ATTRIBUTES,
+    )
+    config.add_jsonapi_resource(Role)
+    config.add_jsonapi_resource(
+        Article,
+        visible=visible_articles,
+        filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name"),
+        sortable=ARTICLE_ATTRIBUTES + ("author.name",),
+    )
+    config.add_jsonapi_resource(
+        Comment,
+        visible=visible_comments,
+        filterable=("body", "createdAt", "article", "author", "author.name", "author.email", "article.title"),
+        sortable=("body", "createdAt"),
+    )
+    config.add_jsonapi_resource(Tag)
+    config.add_jsonapi_resource(UserProfile, visible=visible_profiles, client_ids=True)
+    config.add_jsonapi_resource(Token, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))

@@ -1,0 +1,126 @@
+"""jsonapi_pyramid: JSON:API 1.1 resources for Pyramid applications over SQLAlchemy models.
+
+Turn it on with ``config.include("jsonapi_pyramid")``, then register each model with
+``config.add_jsonapi_resource(Model, ...)``. See README.md for a complete example.
+"""
+from __future__ import annotations
+
+import uuid
+
+from pyramid.exceptions import ConfigurationError
+from pyramid.settings import asbool
+from pyramid.tweens import EXCVIEW
+
+from .contract import Registry, ResourceDefinition, get_registry
+from .errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    JsonApiError,
+    NotFound,
+    Unauthorized,
+    ValidationFailed,
+    error_object,
+)
+from .loading import count_of
+from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
+from .security import Permission
+from .transformer import Transformer
+
+__all__ = [
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "JsonApiError",
+    "NotFound",
+    "Permission",
+    "RelationshipsCollection",
+    "ResourceDefinition",
+    "ToManyRelationship",
+    "ToOneRelationship",
+    "Transformer",
+    "Unauthorized",
+    "ValidationFailed",
+    "count_of",
+    "error_object",
+    "get_registry",
+    "includeme",
+]
+
+#: Settings under ``jsonapi.`` with their defaults (README, "Settings").
+DEFAULTS = {
+    "root_name": "api",
+    "default_page_size": 20,
+    "max_page_size": 100,
+    "max_include_depth": 3,
+    "max_include_paths": 10,
+    "max_filters": 20,
+    "max_body_bytes": 1024 * 1024,
+    "max_linkage_items": 1000,
+    "expose_errors": False,
+}
+
+#: The order of the action that resolves every declaration: after all registrations (order 0).
+RESOLVE_ORDER = 10
+
+
+def parse_settings(settings) -> dict:
+    parsed = {}
+    for key, default in DEFAULTS.items():
+        raw = settings.get(f"jsonapi.{key}", default)
+        if isinstance(default, bool):
+            parsed[key] = asbool(raw)
+        elif isinstance(default, int):
+            try:
+                parsed[key] = int(raw)
+            except (TypeError, ValueError):
+                raise ConfigurationError(f"jsonapi.{key} must be an integer, not {raw!r}") from None
+            if parsed[key] < 1:
+                raise ConfigurationError(f"jsonapi.{key} must be at least 1")
+        else:
+            parsed[key] = str(raw)
+    if parsed["default_page_size"] > parsed["max_page_size"]:
+        raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
+    return parsed
+
+
+def add_jsonapi_resource(config, model, **options):
+    """Register ``model`` as a JSON:API resource (a configurator directive).
+
+    Options (all optional): ``type`` (default ``model.__jsonapi_type__``), ``acl`` (ACEs, or
+    ``(context, request) -> ACEs``), ``visible`` (``request -> SQL criterion`` of the rows the
+    caller may see), ``filterable`` and ``sortable`` (paths; default every attribute, plus every
+    relationship for filters), ``create`` and ``update`` (colander schemas for the attributes),
+    ``client_ids`` (accept client-generated ids on create), ``writable`` (the attributes a client
+    may send; default the schema's), ``description`` (for the OpenAPI document).
+    """
+    definition = ResourceDefinition(model, **options)
+    registry = get_registry(config.registry)
+
+    def register():
+        registry.add(definition)
+
+    config.action(("jsonapi-resource", definition.type), register)
+    return definition
+
+
+def _request_id(request) -> str:
+    incoming = request.headers.get("X-Request-Id", "")
+    if incoming and len(incoming) <= 64 and incoming.replace("-", "").isalnum():
+        return incoming
+    return uuid.uuid4().hex
+
+
+def includeme(config):
+    """Turn the library on: the root factory, the views, error rendering and negotiation."""
+    from .traversal import Root
+
+    registry = Registry(parse_settings(config.get_settings()))
+    config.registry.jsonapi = registry
+    config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
+    config.set_root_factory(Root)
+    config.add_request_method(_request_id, "request_id", reify=True)
+    config.include(".errors")
+    config.include(".views")
+    config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
+    config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)

@@ -1,0 +1,238 @@
+"""The resource contract and the registry of resource types.
+
+A model class is a resource when it declares (seed section 2.1, in Python idiom):
+
+* ``__jsonapi_type__``: the JSON:API ``type`` (``getResourceType()``);
+* its id: the single-column primary key of its mapper (``getId()``), shown as a string;
+* ``transformer()``: a class method returning a new ``Transformer``;
+* ``relationships()``: a class method returning a ``RelationshipsCollection``. It is called once,
+  when the configuration commits, and the result is kept (the seed's memoizing, by default).
+
+``config.add_jsonapi_resource(Model, ...)`` registers it with what the seed keeps in per-operation
+request classes: authorization (``acl``), row visibility (``visible``), validation schemas, and
+which fields may be filtered and sorted on. Every declaration is checked against the SQLAlchemy
+mapper when the configuration commits; a mistake is a ``ConfigurationError`` naming the model and
+the field, so it can never reach a client.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pyramid.exceptions import ConfigurationError
+from sqlalchemy import inspect
+from sqlalchemy.sql.sqltypes import Integer, String, Uuid
+
+from .relationships import Relationship, RelationshipsCollection
+from .transformer import Transformer, meta_method_name, snake_case
+
+__all__ = ["Registry", "ResourceDefinition", "get_registry"]
+
+#: Meta field every collection document offers (contract section 4): the size of the collection.
+TOTAL_COUNT = "totalCount"
+
+
+def _parse_int(value: str) -> int:
+    if not value.isdigit() or len(value) > 18:
+        raise ValueError(value)
+    return int(value)
+
+
+def _parse_uuid(value: str) -> str:
+    return str(uuid.UUID(value)) if len(value) == 36 else _reject(value)
+
+
+def _reject(value: str):
+    raise ValueError(value)
+
+
+class ResourceDefinition:
+    """Everything the library knows about one resource type. Built by ``add_jsonapi_resource``."""
+
+    def __init__(
+        self,
+        model: type,
+        *,
+        type: str | None = None,
+        acl: Callable | Iterable | None = None,
+        visible: Callable | None = None,
+        filterable: Iterable[str] | None = None,
+        sortable: Iterable[str] | None = None,
+        create: Any = None,
+        update: Any = None,
+        client_ids: bool = False,
+        id_format: str | None = None,
+        description: str | None = None,
+        writable: Iterable[str] | None = None,
+    ):
+        self.model = model
+        self.type = type or getattr(model, "__jsonapi_type__", None)
+        if not self.type:
+            raise ConfigurationError(f"{model.__name__}: set __jsonapi_type__ or pass type=")
+        self.acl = acl
+        self.visible = visible
+        self._filterable = None if filterable is None else tuple(filterable)
+        self._sortable = None if sortable is None else tuple(sortable)
+        self.create_schema = create
+        self.update_schema = update
+        self.client_ids = client_ids
+        self.id_format = id_format
+        self.description = description or (model.__doc__ or "").strip() or None
+        self.writable = None if writable is None else tuple(writable)
+        # Resolved at commit:
+        self.transformer_class: type[Transformer] | None = None
+        self.relationships: RelationshipsCollection = RelationshipsCollection()
+        self.id_attribute: str = ""
+        self.id_column = None
+        self.parse_id: Callable[[str], Any] = _parse_int
+        self.attributes: tuple[str, ...] = ()
+        self.available_metas: tuple[str, ...] = ()
+        self.filterable: tuple[str, ...] = ()
+        self.sortable: tuple[str, ...] = ()
+        self.operations: dict[tuple[str, str], Any] = {}  # (on, name) -> Operation
+
+    def __repr__(self) -> str:
+        return f"<ResourceDefinition {self.type!r} {self.model.__name__}>"
+
+    # -- start-up ---------------------------------------------------------------------------
+    def resolve_own(self) -> None:
+        """First pass: the model's own id, transformer and relationships list."""
+        model = self.model
+        mapper = inspect(model, raiseerr=False)
+        if mapper is None:
+            raise ConfigurationError(f"{model.__name__} is not a mapped SQLAlchemy class")
+        if len(mapper.primary_key) != 1:
+            raise ConfigurationError(f"{model.__name__}: a resource needs a single-column primary key")
+        column = mapper.primary_key[0]
+        self.id_column = column
+        self.id_attribute = mapper.get_property_by_column(column).key
+        if self.id_format is None:
+            if isinstance(column.type, Integer):
+                self.id_format = "integer"
+            elif isinstance(column.type, Uuid) or (isinstance(column.type, String) and column.type.length == 36):
+                self.id_format = "uuid"
+            else:
+                self.id_format = "string"
+        self.parse_id = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
+
+        factory = getattr(model, "transformer", None)
+        if factory is None:
+            raise ConfigurationError(f"{model.__name__}: a resource needs a transformer() class method")
+        sample = factory()
+        if not isinstance(sample, Transformer):
+            raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
+        self.transformer_class = type(sample)
+        self.transformer_factory = factory
+        self.transformer_class.prepare()
+        self.attributes = tuple(self.transformer_class.attributes)
+        self.available_metas = tuple(self.transformer_class.available_metas)
+        for name in self.attributes:
+            attribute = sample.entity_attribute(name)
+            if not hasattr(model, attribute):
+                raise ConfigurationError(
+                    f"{self.transformer_class.__name__}: attribute {name!r} reads "
+                    f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
+                )
+        for field in self.available_metas:
+            method = meta_method_name(field)
+            if not callable(getattr(self.transformer_class, method, None)):
+                raise ConfigurationError(
+                    f"{self.transformer_class.__name__}: meta field {field!r} is listed in "
+                    f"available_metas but the method {method}() is missing"
+                )
+        declared = getattr(model, "relationships", None)
+        collection = declared() if declared is not None else RelationshipsCollection()
+        if not isinstance(collection, RelationshipsCollection):
+            raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+        self.relationships = collection
+
+    def resolve_links(self, registry: "Registry") -> None:
+        """Second pass, once every type is known: relationships and filter/sort declarations."""
+        for relationship in self.relationships:
+            if relationship.name in self.attributes:
+                raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")
+            relationship.resolve(self, registry)
+        self.filterable = (
+            self._filterable if self._filterable is not None else self.attributes + self.relationships.names()
+        )
+        self.sortable = self._sortable if self._sortable is not None else self.attributes
+        for kind, paths in (("filterable", self.filterable), ("sortable", self.sortable)):
+            for path in paths:
+                self._check_path(registry, kind, path)
+
+    def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
+        definition = self
+        parts = path.split(".")
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            relationship = definition.relationships.get(part)
+            if relationship is not None:
+                if kind == "sortable" and (relationship.many or last):
+                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one links")
+                definition = relationship.target_definition
+                continue
+            if last and (part in definition.attributes or part == "id"):
+                return
+            raise ConfigurationError(
+                f"{self.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
+            )
+
+    # -- per request ------------------------------------------------------------------------
+    def new_transformer(self, request) -> Transformer:
+        transformer = self.transformer_factory()
+        transformer.request = request
+        transformer.definition = self
+        return transformer
+
+    def identity(self, entity) -> str:
+        """The resource ``id`` of ``entity``, as a string."""
+        return str(getattr(entity, self.id_attribute))
+
+    def entity_attribute(self, name: str) -> str:
+        return self.transformer_class.attribute_map.get(name) or snake_case(name)
+
+    def visibility(self, request):
+        """The SQL criterion limiting rows to those the caller may see, or None for all."""
+        return self.visible(request) if self.visible is not None else None
+
+    def relationship(self, name: str) -> Relationship | None:
+        return self.relationships.get(name)
+
+
+class Registry:
+    """The resource types of an application, by type name and by model class."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.types: dict[str, ResourceDefinition] = {}
+        self.models: dict[type, ResourceDefinition] = {}
+        self.resolved = False
+
+    def add(self, definition: ResourceDefinition) -> None:
+        if definition.type in self.types:
+            raise ConfigurationError(f"resource type {definition.type!r} registered twice")
+        self.types[definition.type] = definition
+        self.models[definition.model] = definition
+
+    def get(self, type_name: str) -> ResourceDefinition | None:
+        return self.types.get(type_name)
+
+    def definition_for_model(self, model: type) -> ResourceDefinition | None:
+        for klass in model.__mro__:
+            if klass in self.models:
+                return self.models[klass]
+        return None
+
+    def resolve(self) -> None:
+        for definition in self.types.values():
+            definition.resolve_own()
+        for definition in self.types.values():
+            definition.resolve_links(self)
+        self.resolved = True
+
+
+def get_registry(request_or_registry) -> Registry:
+    """The jsonapi ``Registry`` of an application (from a request or a Pyramid registry)."""
+    registry = getattr(request_or_registry, "registry", request_or_registry)
+    return registry.jsonapi

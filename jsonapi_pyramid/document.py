@@ -1,0 +1,153 @@
+"""Documents: resource objects, linkage, links and top-level members, as plain dicts.
+
+URLs are formatted from one base URL per request (``request.resource_url`` of the ``api`` node),
+not computed per resource. What each type shows (attributes and relationships after sparse
+fieldsets) is worked out once per type per document.
+"""
+from __future__ import annotations
+
+import math
+from urllib.parse import quote, urlencode
+
+from pyramid.traversal import find_interface
+
+from .contract import ResourceDefinition
+from .loading import Loaded
+from .query import QueryPlan
+
+__all__ = ["DocumentBuilder"]
+
+JSONAPI = {"version": "1.1"}
+
+
+def api_base(request) -> str:
+    """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
+    from .traversal import ApiRoot
+
+    return request.resource_url(find_interface(request.context, ApiRoot))
+
+
+class DocumentBuilder:
+    """Builds the documents of one request."""
+
+    def __init__(self, request, plan: QueryPlan | None = None):
+        self.request = request
+        self.plan = plan or QueryPlan()
+        self.base = api_base(request)
+        self._shapes: dict[str, tuple] = {}
+        self._metas: dict[str, dict] = {}
+
+    # -- resource objects --------------------------------------------------------------------
+    def _shape(self, definition: ResourceDefinition):
+        shape = self._shapes.get(definition.type)
+        if shape is None:
+            wanted = self.plan.fields.get(definition.type)
+            attributes = definition.attributes if wanted is None else tuple(a for a in definition.attributes if a in wanted)
+            names = definition.relationships.names()
+            relationships = names if wanted is None else tuple(r for r in names if r in wanted)
+            shape = (definition.new_transformer(self.request), attributes, relationships)
+            self._shapes[definition.type] = shape
+        return shape
+
+    def url(self, definition: ResourceDefinition, resource_id: str) -> str:
+        return f"{self.base}{definition.type}/{resource_id}"
+
+    def resource(self, definition: ResourceDefinition, entity, linkage: dict | None = None) -> dict:
+        transformer, attributes, relationships = self._shape(definition)
+        resource_id = definition.identity(entity)
+        url = f"{self.base}{definition.type}/{resource_id}"
+        obj = {"type": definition.type, "id": resource_id, "attributes": transformer.transform(entity, attributes)}
+        if relationships:
+            links = linkage.get((definition.type, resource_id)) if linkage else None
+            members = {}
+            for name in relationships:
+                member = {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
+                if links is not None and name in links:
+                    member["data"] = self._linkage_data(definition.relationships[name], links[name])
+                members[name] = member
+            obj["relationships"] = members
+        obj["links"] = {"self": url}
+        metas = self._metas.get(definition.type)
+        if metas:
+            meta = {field: values[entity] for field, values in metas.items() if entity in values}
+            if meta:
+                obj["meta"] = meta
+        return obj
+
+    def _linkage_data(self, relationship, value):
+        target = relationship.target_definition
+        if relationship.many:
+            return [{"type": target.type, "id": target.identity(member)} for member in value]
+        return None if value is None else {"type": target.type, "id": target.identity(value)}
+
+    def identifier(self, definition: ResourceDefinition, resource_id, with_link: bool = False) -> dict:
+        resource_id = str(resource_id)
+        identifier = {"type": definition.type, "id": resource_id}
+        if with_link:
+            identifier["links"] = {"self": f"{self.base}{definition.type}/{resource_id}"}
+        return identifier
+
+    # -- metas -------------------------------------------------------------------------------
+    def compute_metas(self, loaded: Loaded) -> None:
+        """Run each requested meta method once over every entity of its type in the document."""
+        if not self.plan.metas:
+            return
+        by_type: dict[str, tuple[ResourceDefinition, list]] = {}
+        for entity in loaded.primary:
+            by_type.setdefault(loaded.definition.type, (loaded.definition, []))[1].append(entity)
+        for definition, entity in loaded.included:
+            by_type.setdefault(definition.type, (definition, []))[1].append(entity)
+        for type_name, fields in self.plan.metas.items():
+            if type_name in by_type and fields:
+                definition, entities = by_type[type_name]
+                transformer = self._shape(definition)[0]
+                self._metas[type_name] = transformer.compute_metas(entities, fields)
+
+    # -- documents ---------------------------------------------------------------------------
+    def _top(self, data, loaded: Loaded | None, links: dict, meta: dict | None = None) -> dict:
+        document = {"jsonapi": JSONAPI, "data": data}
+        if loaded is not None and self.plan.include_given:
+            document["included"] = [self.resource(d, e, loaded.linkage) for d, e in loaded.included]
+        document["links"] = links
+        if meta:
+            document["meta"] = meta
+        return document
+
+    def single(self, loaded: Loaded) -> dict:
+        """A document whose primary data is one resource (or null)."""
+        self.compute_metas(loaded)
+        data = self.resource(loaded.definition, loaded.primary[0], loaded.linkage) if loaded.primary else None
+        return self._top(data, loaded, {"self": self.request.url})
+
+    def collection(self, loaded: Loaded, extra_links: dict | None = None) -> dict:
+        """A document whose primary data is a page of resources."""
+        self.compute_metas(loaded)
+        data = [self.resource(loaded.definition, entity, loaded.linkage) for entity in loaded.primary]
+        links = {"self": self.request.url, **(extra_links or {}), **self.page_links(loaded)}
+        return self._top(data, loaded, links, self.total_meta(loaded.total))
+
+    def total_meta(self, total: int | None) -> dict | None:
+        return {"totalCount": total} if total is not None else None
+
+    def page_links(self, loaded: Loaded) -> dict:
+        """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
+        the request's other query parameters."""
+        page = self.plan.page
+        if page is None:
+            return {}
+        if loaded.cursors is not None:
+            return loaded.cursors
+        base = self.request.path_url
+        kept = [(k, v) for k, v in self.request.GET.items() if k != "page[number]"]
+
+        def link(number: int) -> str:
+            return base + "?" + urlencode(kept + [("page[number]", str(number))], quote_via=quote, safe="[],.-")
+
+        links = {
+            "first": link(1),
+            "prev": link(page.number - 1) if page.number > 1 else None,
+            "next": link(page.number + 1) if loaded.has_next else None,
+        }
+        if loaded.total is not None:
+            links["last"] = link(max(1, math.ceil(loaded.total / page.size)))
+        return links

@@ -1,0 +1,201 @@
+"""JSON:API errors: the exceptions the library raises and the exception views that render them.
+
+Raise a ``JsonApiError`` subclass anywhere in a request (traversal, parsing, validation, a view or
+an application's operation); the exception view turns it into an error document with the right
+status. Pyramid's own HTTP exceptions (404 from traversal, 403 from the security policy) and any
+unexpected exception are rendered as JSON:API documents too; a 500 never shows a traceback or SQL:
+those go to the server log under the same ``errors[].id`` the client sees.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from .renderer import json_response
+
+__all__ = [
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "JsonApiError",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "NotFound",
+    "PayloadTooLarge",
+    "ServiceUnavailable",
+    "Unauthorized",
+    "UnsupportedMediaType",
+    "ValidationFailed",
+    "error_object",
+]
+
+log = logging.getLogger(__name__)
+
+
+def error_object(status: int, title: str, detail: str | None = None, *, pointer: str | None = None,
+                 parameter: str | None = None, header: str | None = None, code: str | None = None,
+                 meta: dict | None = None) -> dict:
+    """One member of ``errors``."""
+    error = {"status": str(status), "title": title}
+    if code:
+        error["code"] = code
+    if detail:
+        error["detail"] = detail
+    source = {}
+    if pointer is not None:
+        source["pointer"] = pointer
+    if parameter is not None:
+        source["parameter"] = parameter
+    if header is not None:
+        source["header"] = header
+    if source:
+        error["source"] = source
+    if meta:
+        error["meta"] = meta
+    return error
+
+
+class JsonApiError(Exception):
+    """An error that becomes a JSON:API error document with ``status``.
+
+    Give one error through the keyword arguments, or several through ``errors`` (each made with
+    ``error_object``); ``headers`` are added to the response.
+    """
+
+    status = 500
+    title = "Internal Server Error"
+
+    def __init__(self, detail: str | None = None, *, pointer: str | None = None, parameter: str | None = None,
+                 header: str | None = None, code: str | None = None, title: str | None = None,
+                 errors: Iterable[dict] | None = None, headers: dict | None = None, meta: dict | None = None):
+        super().__init__(detail or title or self.title)
+        self.headers = dict(headers or {})
+        if errors is not None:
+            self.errors = list(errors)
+        else:
+            self.errors = [error_object(self.status, title or self.title, detail, pointer=pointer,
+                                        parameter=parameter, header=header, code=code, meta=meta)]
+
+
+class BadRequest(JsonApiError):
+    status, title = 400, "Bad Request"
+
+
+class Unauthorized(JsonApiError):
+    status, title = 401, "Unauthorized"
+
+    def __init__(self, detail: str | None = "Valid credentials are required for this operation.", **kw):
+        super().__init__(detail, **kw)
+        self.headers.setdefault("WWW-Authenticate", 'Bearer realm="api"')
+
+
+class Forbidden(JsonApiError):
+    status, title = 403, "Forbidden"
+
+
+class NotFound(JsonApiError):
+    status, title = 404, "Not Found"
+
+
+class MethodNotAllowed(JsonApiError):
+    status, title = 405, "Method Not Allowed"
+
+    def __init__(self, method: str, allowed: Iterable[str]):
+        allowed = sorted(set(allowed))
+        super().__init__(f"{method} is not allowed here; allowed: {', '.join(allowed)}.",
+                         headers={"Allow": ", ".join(allowed)})
+
+
+class NotAcceptable(JsonApiError):
+    status, title = 406, "Not Acceptable"
+
+
+class Conflict(JsonApiError):
+    status, title = 409, "Conflict"
+
+
+class PayloadTooLarge(JsonApiError):
+    status, title = 413, "Payload Too Large"
+
+
+class UnsupportedMediaType(JsonApiError):
+    status, title = 415, "Unsupported Media Type"
+
+
+class ValidationFailed(JsonApiError):
+    """422 with one error per failed rule (seed section 7.2)."""
+
+    status, title = 422, "Validation Error"
+
+    def __init__(self, failures: Iterable[tuple[str, str]]):
+        """``failures``: (pointer, message) pairs."""
+        super().__init__(errors=[error_object(422, "Validation Error", message, pointer=pointer)
+                                 for pointer, message in failures])
+
+
+class ServiceUnavailable(JsonApiError):
+    status, title = 503, "Service Unavailable"
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def error_response(request, status: int, errors: list[dict], headers: dict | None = None):
+    request_id = getattr(request, "request_id", None)
+    if request_id:
+        for error in errors:
+            error.setdefault("id", request_id)
+    document = {"jsonapi": {"version": "1.1"}, "errors": errors, "links": {"self": request.url}}
+    return json_response(document, status=status, headers=headers)
+
+
+def jsonapi_error_view(exc: JsonApiError, request):
+    return error_response(request, exc.status, exc.errors, exc.headers)
+
+
+def not_found_view(exc, request):
+    return error_response(request, 404, [error_object(404, "Not Found", "No resource at this URL.")])
+
+
+def forbidden_view(exc, request):
+    """Pyramid denied a permission: 401 when the caller is anonymous, 403 when it is known."""
+    if request.authenticated_userid is None:
+        raise_as = Unauthorized()
+        return error_response(request, 401, raise_as.errors, raise_as.headers)
+    return error_response(request, 403, [error_object(403, "Forbidden", "You may not perform this operation.")])
+
+
+def http_exception_view(exc: HTTPException, request):
+    headers = {k: v for k, v in exc.headers.items() if k.lower() in {"allow", "www-authenticate", "retry-after", "location"}}
+    return error_response(request, exc.code, [error_object(exc.code, exc.title, exc.detail or None)], headers)
+
+
+def integrity_error_view(exc: IntegrityError, request):
+    """A constraint the validation could not see coming (a concurrent writer won): 409."""
+    log.info("integrity error answered with 409: %s", exc.orig)
+    return error_response(request, 409, [error_object(409, "Conflict", "The change conflicts with the current state of a resource (a unique or referential constraint).")])
+
+
+def database_unavailable_view(exc: DBAPIError, request):
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        log.warning("database unavailable: %s", exc.orig)
+        return error_response(request, 503, [error_object(503, "Service Unavailable", "The database is not reachable; try again shortly.")], {"Retry-After": "5"})
+    return internal_error_view(exc, request)
+
+
+def internal_error_view(exc: Exception, request):
+    log.exception("unexpected error (request id %s)", getattr(request, "request_id", "-"), exc_info=exc)
+    return error_response(request, 500, [error_object(500, "Internal Server Error", "An unexpected error occurred. Report its id to the operators.")])
+
+
+def includeme(config):
+    """Register the exception views (most specific context wins)."""
+    config.add_exception_view(jsonapi_error_view, context=JsonApiError)
+    config.add_exception_view(not_found_view, context=HTTPNotFound)
+    config.add_exception_view(forbidden_view, context=HTTPForbidden)
+    config.add_exception_view(http_exception_view, context=HTTPException)
+    config.add_exception_view(integrity_error_view, context=IntegrityError)
+    config.add_exception_view(database_unavailable_view, context=DBAPIError)
+    config.add_exception_view(internal_error_view, context=Exception)

@@ -1,0 +1,281 @@
+"""From a ``QueryPlan`` to rows: the SQL of every read, with a fixed number of statements.
+
+* one statement for the primary rows (visibility, filters as EXISTS, sort, one row more than the
+  page to know whether there is a next page);
+* one per node of the include tree, loading the related rows of every parent at once
+  (``parent.id IN (...)`` joined through the mapped relationship, so to-one, one-to-many and
+  many-to-many all take the same road);
+* one for ``totalCount``, only when it is asked for;
+* one per requested meta field that runs SQL (``count_of``).
+
+Row visibility (``visible=`` of a resource) is added to every statement that reads that type:
+lists, counts, includes, related reads, linkage reads and the EXISTS of dotted filters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, func, not_, or_, select, true
+from sqlalchemy.orm import aliased
+
+from .contract import ResourceDefinition
+from .query import FilterTerm, QueryPlan
+
+__all__ = ["Loaded", "count_of"]
+
+
+@dataclass
+class Loaded:
+    """What a read found: the primary entities and everything the document needs besides."""
+
+    definition: ResourceDefinition
+    primary: list
+    has_next: bool = False
+    has_prev: bool = False
+    total: int | None = None
+    #: (type, id) -> {relationship name: entity | None | [entities]}, for relationships on include paths
+    linkage: dict = field(default_factory=dict)
+    #: included entities in first-seen order, as (definition, entity)
+    included: list = field(default_factory=list)
+    cursors: Any = None
+
+
+# -- collections ---------------------------------------------------------------------------------
+
+def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None):
+    """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
+    paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
+    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
+    model = definition.model
+    statement = select(*(columns if columns is not None else (model,)))
+    if parent is not None:
+        parent_definition, relationship, parent_id = parent
+        owner = aliased(parent_definition.model)
+        statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
+            getattr(owner, parent_definition.id_attribute) == parent_id
+        )
+    criterion = definition.visibility(request)
+    if criterion is not None:
+        statement = statement.where(criterion)
+    for term in plan.filters:
+        statement = statement.where(filter_criterion(request, definition, term))
+    statement, order = _apply_sort(definition, plan, statement)
+    return statement.order_by(*order)
+
+
+def _apply_sort(definition, plan, statement):
+    order = []
+    joined = set()
+    for key in plan.sort:
+        current = definition
+        for name in key.path[:-1]:
+            relationship = current.relationships[name]
+            target = relationship.target_definition
+            if (current.type, name) not in joined:
+                on = getattr(current.model, relationship.prop.key)
+                statement = statement.outerjoin(on)
+                joined.add((current.type, name))
+            current = target
+        attribute = key.path[-1]
+        column = getattr(current.model, current.id_attribute if attribute == "id" else current.entity_attribute(attribute))
+        order.append(column.desc() if key.descending else column.asc())
+    id_column = getattr(definition.model, definition.id_attribute)
+    if not any(key.path == ("id",) for key in plan.sort):
+        order.append(id_column.asc())
+    return statement, order
+
+
+def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None) -> Loaded:
+    """The primary rows of a collection read: one page, plus the count when asked for."""
+    session = request.dbsession
+    statement = collection_statement(request, definition, plan, parent=parent)
+    page = plan.page
+    offset = (page.number - 1) * page.size
+    rows = session.scalars(statement.offset(offset).limit(page.size + 1)).all()
+    loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
+    if plan.wants_total(definition.type):
+        loaded.total = count(request, statement)
+    return loaded
+
+
+def load_linkage_page(request, definition, plan, *, parent) -> tuple[list, bool, int | None]:
+    """Ids of the members of a to-many relationship the caller may see: one page (and a count)."""
+    session = request.dbsession
+    id_column = getattr(definition.model, definition.id_attribute)
+    statement = collection_statement(request, definition, plan, parent=parent, columns=(id_column,))
+    page = plan.page
+    ids = session.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
+    total = count(request, statement) if plan.wants_total(definition.type) else None
+    return ids[: page.size], len(ids) > page.size, total
+
+
+def count(request, statement) -> int:
+    subquery = statement.order_by(None).subquery()
+    return request.dbsession.scalar(select(func.count()).select_from(subquery))
+
+
+def load_related_one(request, parent_definition, relationship, parent_entity):
+    """The target of a to-one relationship, or None (also when the caller may not see it)."""
+    target = relationship.target_definition
+    owner = aliased(parent_definition.model)
+    statement = (
+        select(target.model)
+        .select_from(owner)
+        .join(getattr(owner, relationship.prop.key))
+        .where(getattr(owner, parent_definition.id_attribute) == getattr(parent_entity, parent_definition.id_attribute))
+    )
+    criterion = target.visibility(request)
+    if criterion is not None:
+        statement = statement.where(criterion)
+    return request.dbsession.scalars(statement.limit(1)).first()
+
+
+# -- includes ------------------------------------------------------------------------------------
+
+def load_includes(request, loaded: Loaded, tree: dict) -> None:
+    """Walk the include tree: one statement per node, for all parents of that node at once."""
+    seen = {(loaded.definition.type, loaded.definition.identity(entity)) for entity in loaded.primary}
+    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
+
+
+def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set) -> None:
+    if not parents or not tree:
+        return
+    ids = list({getattr(parent, definition.id_attribute) for parent in parents})
+    for name, subtree in tree.items():
+        relationship = definition.relationships[name]
+        target = relationship.target_definition
+        owner = aliased(definition.model)
+        owner_id = getattr(owner, definition.id_attribute)
+        statement = (
+            select(owner_id, target.model)
+            .select_from(owner)
+            .join(getattr(owner, relationship.prop.key))
+            .where(owner_id.in_(ids))
+            .order_by(owner_id, getattr(target.model, target.id_attribute))
+        )
+        criterion = target.visibility(request)
+        if criterion is not None:
+            statement = statement.where(criterion)
+        by_parent: dict[Any, list] = {}
+        children = []
+        for parent_id, child in request.dbsession.execute(statement):
+            by_parent.setdefault(parent_id, []).append(child)
+            key = (target.type, target.identity(child))
+            if key not in seen:
+                seen.add(key)
+                loaded.included.append((target, child))
+            children.append(child)
+        for parent in parents:
+            members = by_parent.get(getattr(parent, definition.id_attribute), [])
+            slot = loaded.linkage.setdefault((definition.type, definition.identity(parent)), {})
+            slot[name] = members if relationship.many else (members[0] if members else None)
+        _load_level(request, loaded, target, list({id(c): c for c in children}.values()), subtree, seen)
+
+
+# -- filters -------------------------------------------------------------------------------------
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _compare(column, operator: str, value):
+    if operator == "eq":
+        return column == value
+    if operator == "ne":
+        return or_(column != value, column.is_(None))
+    if operator == "lt":
+        return column < value
+    if operator == "lte":
+        return column <= value
+    if operator == "gt":
+        return column > value
+    if operator == "gte":
+        return column >= value
+    if operator == "in":
+        return column.in_(value)
+    if operator == "nin":
+        return or_(column.not_in(value), column.is_(None))
+    if operator == "contains":
+        return column.like(f"%{_escape_like(value)}%", escape="\\")
+    if operator == "icontains":
+        return func.lower(column).like(f"%{_escape_like(value.lower())}%", escape="\\")
+    if operator == "startswith":
+        return column.like(f"{_escape_like(value)}%", escape="\\")
+    if operator == "isnull":
+        return column.is_(None) if value else column.is_not(None)
+    raise AssertionError(operator)
+
+
+def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm):
+    """SQL for one filter term. Paths through relationships become EXISTS (``has``/``any``) with
+    the target's visibility inside, so rows are never duplicated and hidden rows never match.
+
+    Through relationships, ``ne`` and ``nin`` mean "no related resource matches" and ``isnull``
+    on a relationship means "has no (visible) related resource"."""
+    return _criterion(request, definition, term.path, term.operator, term.value)
+
+
+def _criterion(request, definition, path, operator, value):
+    head, rest = path[0], path[1:]
+    relationship = definition.relationships.get(head)
+    if relationship is None:
+        attribute = definition.id_attribute if head == "id" else definition.entity_attribute(head)
+        return _compare(getattr(definition.model, attribute), operator, value)
+    target = relationship.target_definition
+    accessor = getattr(definition.model, relationship.prop.key)
+    exists = accessor.any if relationship.many else accessor.has
+    visible = target.visibility(request)
+    visible = visible if visible is not None else true()
+    if not rest:  # the relationship itself: compare the related id
+        if operator == "isnull":
+            found = exists(visible)
+            return not_(found) if value else found
+        id_column = getattr(target.model, target.id_attribute)
+        if operator in ("ne", "nin"):
+            positive = "eq" if operator == "ne" else "in"
+            return not_(exists(and_(_compare(id_column, positive, value), visible)))
+        return exists(and_(_compare(id_column, operator, value), visible))
+    if operator in ("ne", "nin"):
+        positive = "eq" if operator == "ne" else "in"
+        return not_(exists(and_(_criterion(request, target, rest, positive, value), visible)))
+    return exists(and_(_criterion(request, target, rest, operator, value), visible))
+
+
+# -- metas ---------------------------------------------------------------------------------------
+
+def count_of(relationship_name: str):
+    """A batched meta method counting the visible members of a to-many relationship::
+
+        class ArticleTransformer(Transformer):
+            available_metas = ("commentsCount",)
+            meta_comments_count = count_of("comments")
+
+    One GROUP BY statement for all resources of the type in the document.
+    """
+
+    def meta(self, entities):
+        definition = self.definition
+        relationship = definition.relationships[relationship_name]
+        target = relationship.target_definition
+        owner = aliased(definition.model)
+        owner_id = getattr(owner, definition.id_attribute)
+        ids = list({getattr(entity, definition.id_attribute) for entity in entities})
+        if not ids:
+            return {}
+        statement = (
+            select(owner_id, func.count())
+            .select_from(owner)
+            .join(getattr(owner, relationship.prop.key))
+            .where(owner_id.in_(ids))
+            .group_by(owner_id)
+        )
+        criterion = target.visibility(self.request)
+        if criterion is not None:
+            statement = statement.where(criterion)
+        counts = dict(self.request.dbsession.execute(statement).all())
+        return {entity: counts.get(getattr(entity, definition.id_attribute), 0) for entity in entities}
+
+    meta.__name__ = f"count_of_{relationship_name}"
+    return meta

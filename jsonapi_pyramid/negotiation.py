@@ -1,0 +1,70 @@
+"""Content negotiation (JSON:API 1.1) and the body size limit, as a tween under the exception view.
+
+* A request with a body must say ``Content-Type: application/vnd.api+json``; any other type, no
+  type, or media type parameters other than ``ext``/``profile`` -> 415. This server supports no
+  extensions, so an ``ext`` parameter -> 415 too.
+* ``Accept``: when it has JSON:API entries and every one of them carries parameters other than
+  ``ext``/``profile`` or asks for an unsupported extension -> 406. An ``Accept`` without any JSON:API
+  entry (``*/*``, ``text/html``) is served the JSON:API document anyway.
+* A body over ``jsonapi.max_body_bytes`` -> 413, before it is read.
+"""
+from __future__ import annotations
+
+from .errors import NotAcceptable, PayloadTooLarge, UnsupportedMediaType
+from .renderer import MEDIA_TYPE
+
+_ALLOWED_PARAMETERS = {"ext", "profile"}
+
+
+def _parse_media_range(text: str) -> tuple[str, dict]:
+    parts = [part.strip() for part in text.split(";")]
+    media = parts[0].lower()
+    parameters = {}
+    for part in parts[1:]:
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        parameters[key.strip().lower()] = value.strip().strip('"')
+    return media, parameters
+
+
+def _acceptable(parameters: dict) -> bool:
+    parameters = {k: v for k, v in parameters.items() if k != "q"}
+    if set(parameters) - _ALLOWED_PARAMETERS:
+        return False
+    return not parameters.get("ext")  # no extension is supported
+
+
+def check_request(request, max_body_bytes: int) -> None:
+    length = request.content_length
+    if length is not None and length > max_body_bytes:
+        raise PayloadTooLarge(f"The request body is larger than {max_body_bytes} bytes.")
+    has_body = bool(length) or (length is None and request.headers.get("Transfer-Encoding"))
+    if has_body:
+        content_type = request.headers.get("Content-Type")
+        if not content_type:
+            raise UnsupportedMediaType(f"Send the body as {MEDIA_TYPE}.", header="Content-Type")
+        media, parameters = _parse_media_range(content_type)
+        if media != MEDIA_TYPE:
+            raise UnsupportedMediaType(f"Send the body as {MEDIA_TYPE}, not {media}.", header="Content-Type")
+        if set(parameters) - _ALLOWED_PARAMETERS or parameters.get("ext"):
+            raise UnsupportedMediaType("Only the ext and profile media type parameters are allowed, and no extension is supported.", header="Content-Type")
+    accept = request.headers.get("Accept")
+    if accept:
+        entries = [_parse_media_range(item) for item in accept.split(",") if item.strip()]
+        jsonapi = [parameters for media, parameters in entries if media == MEDIA_TYPE]
+        if jsonapi and not any(_acceptable(parameters) for parameters in jsonapi):
+            raise NotAcceptable(f"Accept {MEDIA_TYPE} without media type parameters other than ext and profile.", header="Accept")
+
+
+def negotiation_tween_factory(handler, registry):
+    settings = registry.jsonapi.settings
+    prefix = "/" + settings["root_name"]
+
+    def negotiation_tween(request):
+        path = request.path_info
+        if path == prefix or path.startswith(prefix + "/"):
+            check_request(request, settings["max_body_bytes"])
+        return handler(request)
+
+    return negotiation_tween

@@ -1,0 +1,304 @@
+"""Query parameters -> ``QueryPlan``: ``include``, ``fields[...]``, ``sort``, ``filter[...]``,
+``page[...]`` and ``meta[...]``, checked against the resource definitions.
+
+Every mistake here is a 400 whose ``source.parameter`` names the parameter, raised before any SQL
+runs. The plan is plain data; ``loading`` compiles it to SQL and ``document`` shapes the output.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import inspect
+from sqlalchemy.sql import sqltypes
+
+from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
+from .errors import BadRequest
+
+__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
+
+FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
+_LIST_OPERATORS = {"in", "nin"}
+_TEXT_OPERATORS = {"contains", "icontains", "startswith"}
+
+_FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
+# JSON:API 1.1: implementation-specific parameters have at least one character outside a-z.
+_IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
+_TRUE = {"true", "1"}
+_FALSE = {"false", "0"}
+
+
+@dataclass(frozen=True)
+class SortKey:
+    path: tuple[str, ...]  # relationship names then an attribute name
+    descending: bool
+
+
+@dataclass(frozen=True)
+class FilterTerm:
+    parameter: str  # as the client wrote it, for error sources
+    path: tuple[str, ...]  # relationship names, then an attribute (or "id"); or only relationships
+    operator: str
+    value: Any  # parsed: a scalar, a list for in/nin, a bool for isnull
+
+
+@dataclass
+class Page:
+    number: int = 1
+    size: int = 20
+    after: str | None = None
+    before: str | None = None
+
+    @property
+    def cursor(self) -> bool:
+        return self.after is not None or self.before is not None
+
+
+@dataclass
+class QueryPlan:
+    include: dict = field(default_factory=dict)  # include tree: name -> subtree
+    include_given: bool = False
+    fields: dict[str, frozenset] = field(default_factory=dict)  # type -> names
+    metas: dict[str, tuple] = field(default_factory=dict)  # type -> meta field names
+    sort: list[SortKey] = field(default_factory=list)
+    filters: list[FilterTerm] = field(default_factory=list)
+    page: Page | None = None
+
+    def wants_total(self, type_name: str) -> bool:
+        return TOTAL_COUNT in self.metas.get(type_name, ())
+
+    def include_paths(self) -> list[str]:
+        paths = []
+
+        def walk(tree, prefix):
+            for name, sub in tree.items():
+                paths.append(prefix + name)
+                walk(sub, prefix + name + ".")
+
+        walk(self.include, "")
+        return paths
+
+
+def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
+    """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
+
+    ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
+    ``sort``, ``filter`` and ``page``.
+    """
+    registry = get_registry(request)
+    settings = registry.settings
+    plan = QueryPlan()
+    seen = set()
+    page_values = {}
+    for name, value in request.GET.items():
+        if name in seen:
+            raise BadRequest(f"Parameter {name!r} is given more than once.", parameter=name)
+        seen.add(name)
+        match = _FAMILY.match(name)
+        if match is None or match["family"] not in {"include", "fields", "sort", "filter", "page", "meta"}:
+            if _IMPLEMENTATION_SPECIFIC.search(name) and not name.startswith(("include", "fields", "sort", "filter", "page", "meta")):
+                continue  # implementation-specific: ignored, as JSON:API 1.1 allows
+            raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
+        family, key, op = match["family"], match["key"], match["op"]
+        bracketed = key is not None
+        if family in {"include", "sort"} and bracketed:
+            raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
+        if family in {"fields", "meta", "page"} and (not bracketed or op is not None or not key):
+            raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
+        if family == "filter" and not key:
+            raise BadRequest(f"Malformed parameter {name!r}: use filter[<field>] or filter[<field>][<op>].", parameter=name)
+        if family in {"sort", "filter", "page"} and not collection:
+            raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
+
+        if family == "include":
+            plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
+            plan.include_given = True
+        elif family == "fields":
+            target = _known_type(registry, key, name)
+            names = _split(value, name, allow_empty=True)
+            allowed = set(target.attributes) | set(target.relationships.names())
+            for field_name in names:
+                if field_name not in allowed:
+                    raise BadRequest(f"{key!r} has no field {field_name!r}.", parameter=name)
+            plan.fields[key] = frozenset(names)
+        elif family == "meta":
+            _known_type(registry, key, name)
+            plan.metas[key] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
+        elif family == "sort":
+            plan.sort = _parse_sort(definition, value, name)
+        elif family == "filter":
+            plan.filters.append(_parse_filter(registry, definition, name, key, op, value))
+        elif family == "page":
+            if key not in {"number", "size", "after", "before"}:
+                raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
+            page_values[key] = (name, value)
+    if len(plan.filters) > settings["max_filters"]:
+        raise BadRequest(f"At most {settings['max_filters']} filter parameters are allowed.", parameter="filter")
+    if collection:
+        plan.page = _parse_page(page_values, settings)
+    return plan
+
+
+def _known_type(registry, type_name: str, parameter: str) -> ResourceDefinition:
+    target = registry.get(type_name)
+    if target is None:
+        raise BadRequest(f"Unknown resource type {type_name!r}.", parameter=parameter)
+    return target
+
+
+def _split(value: str, parameter: str, allow_empty: bool = False) -> list[str]:
+    if value == "":
+        if allow_empty:
+            return []
+        raise BadRequest(f"{parameter!r} must not be empty.", parameter=parameter)
+    parts = value.split(",")
+    if any(part == "" for part in parts):
+        raise BadRequest(f"{parameter!r} has an empty item.", parameter=parameter)
+    return parts
+
+
+def _parse_include(registry, definition, value, max_depth: int, max_paths: int) -> dict:
+    tree: dict = {}
+    paths = _split(value, "include")
+    if len(paths) > max_paths:
+        raise BadRequest(f"At most {max_paths} include paths are allowed.", parameter="include")
+    for path in paths:
+        parts = path.split(".")
+        if len(parts) > max_depth:
+            raise BadRequest(f"Include path {path!r} is deeper than {max_depth}.", parameter="include")
+        current, node = definition, tree
+        for part in parts:
+            relationship = current.relationships.get(part)
+            if relationship is None:
+                raise BadRequest(f"{current.type!r} has no relationship {part!r} (include path {path!r}).", parameter="include")
+            node = node.setdefault(part, {})
+            current = relationship.target_definition
+    return tree
+
+
+def _parse_sort(definition, value, parameter) -> list[SortKey]:
+    keys = []
+    for item in _split(value, parameter):
+        descending = item.startswith("-")
+        path = item[1:] if descending else item
+        if path not in definition.sortable and path != "id":
+            raise BadRequest(f"{definition.type!r} cannot be sorted by {path!r}.", parameter=parameter)
+        keys.append(SortKey(tuple(path.split(".")), descending))
+    return keys
+
+
+def _parse_page(values: dict, settings) -> Page:
+    page = Page(size=settings["default_page_size"])
+    for key in ("number", "size"):
+        if key in values:
+            name, raw = values[key]
+            if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+                raise BadRequest(f"{name!r} must be a positive integer.", parameter=name)
+            setattr(page, key, int(raw))
+    if page.size > settings["max_page_size"]:
+        name = values["size"][0]
+        raise BadRequest(f"{name!r} must be at most {settings['max_page_size']}.", parameter=name,
+                         code="max-size-exceeded", meta={"page": {"maxSize": settings["max_page_size"]}})
+    for key in ("after", "before"):
+        if key in values:
+            name, raw = values[key]
+            if raw == "":
+                raise BadRequest(f"{name!r} must not be empty.", parameter=name)
+            setattr(page, key, raw)
+    if page.cursor and "number" in values:
+        raise BadRequest("page[number] cannot be combined with a cursor.", parameter=values["number"][0])
+    return page
+
+
+# -- filters -----------------------------------------------------------------------------------
+
+def _parse_filter(registry, definition, parameter, key, op, raw) -> FilterTerm:
+    operator = op if op is not None else "eq"
+    if operator not in FILTER_OPERATORS:
+        raise BadRequest(f"Unknown filter operator {operator!r}; use one of {', '.join(FILTER_OPERATORS)}.", parameter=parameter)
+    if key not in definition.filterable and key != "id":
+        raise BadRequest(f"{definition.type!r} cannot be filtered by {key!r}.", parameter=parameter)
+    path = tuple(key.split("."))
+    column_type, parse_id = _terminal(definition, path)
+    if operator == "isnull":
+        value = _parse_bool(raw, parameter)
+        return FilterTerm(parameter, path, operator, value)
+    if operator in _TEXT_OPERATORS:
+        if parse_id is not None or not isinstance(column_type, sqltypes.String):
+            raise BadRequest(f"{operator!r} applies to text fields only.", parameter=parameter)
+        return FilterTerm(parameter, path, operator, raw)
+    if operator in _LIST_OPERATORS or (op is None and "," in raw):
+        operator = {"eq": "in"}.get(operator, operator)
+        values = [_parse_value(item, column_type, parse_id, parameter) for item in raw.split(",")]
+        return FilterTerm(parameter, path, operator, values)
+    return FilterTerm(parameter, path, operator, _parse_value(raw, column_type, parse_id, parameter))
+
+
+def _terminal(definition, path):
+    """(column type, id parser) of the last element of a filter path.
+
+    A path ending in a relationship compares the related id: the id parser is returned.
+    """
+    current = definition
+    for index, part in enumerate(path):
+        relationship = current.relationships.get(part)
+        if relationship is not None:
+            current = relationship.target_definition
+            if index == len(path) - 1:
+                return current.id_column.type, current.parse_id
+            continue
+        if part == "id":
+            return current.id_column.type, current.parse_id
+        attribute = current.entity_attribute(part)
+        column = inspect(current.model).attrs[attribute].columns[0]
+        return column.type, None
+    raise AssertionError(path)  # declarations are checked at start-up
+
+
+def _parse_bool(raw: str, parameter: str) -> bool:
+    lowered = raw.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise BadRequest(f"{parameter!r} must be true or false.", parameter=parameter)
+
+
+def _parse_value(raw: str, column_type, parse_id, parameter: str):
+    try:
+        if parse_id is not None:
+            return parse_id(raw)
+        if isinstance(column_type, sqltypes.Boolean):
+            return _parse_bool(raw, parameter)
+        if isinstance(column_type, sqltypes.Integer):
+            if not re.fullmatch(r"-?\d{1,18}", raw):
+                raise ValueError(raw)
+            return int(raw)
+        if isinstance(column_type, sqltypes.Numeric):
+            value = Decimal(raw)
+            if not value.is_finite():
+                raise ValueError(raw)
+            return value if column_type.asdecimal else float(value)
+        if isinstance(column_type, sqltypes.DateTime):
+            return _parse_timestamp(raw)
+        if isinstance(column_type, sqltypes.Date):
+            return dt.date.fromisoformat(raw)
+        if isinstance(column_type, sqltypes.Uuid):
+            return uuid.UUID(raw)
+        if isinstance(column_type, sqltypes.Enum) and column_type.enums and raw not in column_type.enums:
+            raise ValueError(raw)
+        return raw
+    except (ValueError, InvalidOperation, OverflowError):
+        raise BadRequest(f"{raw!r} is not a valid value for {parameter!r}.", parameter=parameter) from None
+
+
+def _parse_timestamp(raw: str) -> dt.datetime:
+    """ISO 8601 date or timestamp; aware values are converted to naive UTC (how they are stored)."""
+    value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value

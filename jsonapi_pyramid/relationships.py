@@ -1,0 +1,158 @@
+"""Relationship declarations: the seed's ``ToOneRelationship``, ``ToManyRelationship`` and
+``RelationshipsCollection`` (seed section 2.4), checked against the SQLAlchemy mapper at start-up.
+
+A declaration names the relationship as clients see it (``name``, used in URLs, ``include`` and
+payloads) and the entity field that holds it (``property``, the mapped attribute; it defaults to
+``name``). ``mapped_by`` names the other side: a relationship name of the target resource or an
+attribute of the target model.
+
+``resolve()`` is called once by the registry when the configuration commits; after it each
+declaration knows its SQLAlchemy ``RelationshipProperty`` (``prop``), the definitions on both
+sides, and the foreign-key columns the loaders and writers need.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from pyramid.exceptions import ConfigurationError
+from sqlalchemy import inspect
+from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
+
+__all__ = ["RelationshipsCollection", "ToManyRelationship", "ToOneRelationship"]
+
+
+class Relationship:
+    """Base of the two declaration kinds. Use the ``create`` class methods."""
+
+    many: bool = False
+
+    def __init__(self, name: str, target: type, property: str | None = None, mapped_by: str | None = None):
+        self.name = name
+        self.target = target
+        self.property = property or name
+        self.mapped_by = mapped_by
+        # Filled by resolve():
+        self.owner = None  # ResourceDefinition holding this declaration
+        self.target_definition = None  # ResourceDefinition of ``target``
+        self.prop: RelationshipProperty | None = None
+        self.inverse: RelationshipProperty | None = None
+        self.nullable = True  # may a to-one be cleared?
+        self.local_fk = None  # many-to-one: the column on the owner's table holding the target id
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} -> {self.target.__name__}>"
+
+    @property
+    def kind(self) -> str:
+        return "to-many" if self.many else "to-one"
+
+    def resolve(self, owner, registry) -> None:
+        """Bind the declaration to the mapper; raise ``ConfigurationError`` naming the culprit."""
+        model = owner.model
+        where = f"{model.__name__}.relationships(): {self.kind} {self.name!r}"
+        self.owner = owner
+        self.target_definition = registry.definition_for_model(self.target)
+        if self.target_definition is None:
+            raise ConfigurationError(f"{where}: target {self.target.__name__} is not a registered JSON:API resource")
+        mapper = inspect(model)
+        prop = mapper.relationships.get(self.property)
+        if prop is None:
+            raise ConfigurationError(
+                f"{where}: {model.__name__} has no relationship attribute {self.property!r}"
+                + (" (set property= to the entity field)" if self.property == self.name else "")
+            )
+        if not issubclass(prop.mapper.class_, self.target) and not issubclass(self.target, prop.mapper.class_):
+            raise ConfigurationError(
+                f"{where}: {model.__name__}.{self.property} links to {prop.mapper.class_.__name__}, "
+                f"not {self.target.__name__}"
+            )
+        if prop.uselist != self.many:
+            raise ConfigurationError(
+                f"{where}: {model.__name__}.{self.property} is "
+                f"{'a collection' if prop.uselist else 'a scalar'}, declare it as "
+                f"{'ToManyRelationship' if prop.uselist else 'ToOneRelationship'}"
+            )
+        self.prop = prop
+        if self.mapped_by is not None:
+            self.inverse = self._resolve_mapped_by(where)
+        if prop.direction is RelationshipDirection.MANYTOONE:
+            pairs = prop.local_remote_pairs
+            if len(pairs) != 1:
+                raise ConfigurationError(f"{where}: composite foreign keys are not supported")
+            self.local_fk = pairs[0][0]
+            self.nullable = bool(self.local_fk.nullable)
+        elif not self.many:
+            # one-to-one held by the other side: clearing it would orphan the other row's key
+            self.nullable = all(remote.nullable for _local, remote in prop.local_remote_pairs)
+
+    def _resolve_mapped_by(self, where: str) -> RelationshipProperty:
+        target_mapper = inspect(self.target)
+        name = self.mapped_by
+        declared = self.target_definition.relationships.get(name)
+        attribute = declared.property if declared is not None else name
+        inverse = target_mapper.relationships.get(attribute)
+        if inverse is None:
+            raise ConfigurationError(
+                f"{where}: mapped_by {name!r} is neither a relationship of resource "
+                f"{self.target_definition.type!r} nor a relationship attribute of {self.target.__name__}"
+            )
+        if not issubclass(self.owner.model, inverse.mapper.class_):
+            raise ConfigurationError(
+                f"{where}: mapped_by {name!r} ({self.target.__name__}.{attribute}) links to "
+                f"{inverse.mapper.class_.__name__}, not back to {self.owner.model.__name__}"
+            )
+        return inverse
+
+
+class ToOneRelationship(Relationship):
+    """A link to at most one resource (seed: ``ToOneRelationship::create(name, class, property?)``)."""
+
+    many = False
+
+    @classmethod
+    def create(cls, name: str, target: type, property: str | None = None, mapped_by: str | None = None):
+        return cls(name, target, property=property, mapped_by=mapped_by)
+
+
+class ToManyRelationship(Relationship):
+    """A link to zero or more resources
+    (seed: ``ToManyRelationship::create(name, class, mappedBy, property?)``)."""
+
+    many = True
+
+    @classmethod
+    def create(cls, name: str, target: type, mapped_by: str, property: str | None = None):
+        return cls(name, target, property=property, mapped_by=mapped_by)
+
+
+class RelationshipsCollection:
+    """The declared relationships of one resource type, by name. An empty collection is allowed."""
+
+    def __init__(self, *relationships: Relationship):
+        self._by_name: dict[str, Relationship] = {}
+        for relationship in relationships:
+            if relationship.name in self._by_name:
+                raise ConfigurationError(f"relationship {relationship.name!r} declared twice")
+            self._by_name[relationship.name] = relationship
+
+    @classmethod
+    def of(cls, relationships: Iterable[Relationship]) -> "RelationshipsCollection":
+        return cls(*relationships)
+
+    def get(self, name: str) -> Relationship | None:
+        return self._by_name.get(name)
+
+    def __getitem__(self, name: str) -> Relationship:
+        return self._by_name[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[Relationship]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)

@@ -1,0 +1,75 @@
+"""Transformers: how an entity becomes the ``attributes`` and ``meta`` of a resource object.
+
+A transformer class lists the attribute names clients see (``attributes``) and the meta fields it
+can compute (``available_metas``). By default an attribute ``createdAt`` is read from the entity
+attribute ``created_at`` (camelCase to snake_case); ``attribute_map`` names another one.
+
+Meta fields (seed section 4.4): the field ``commentsCount`` is computed by the method
+``meta_comments_count`` (``meta_`` + the snake_case of the field name). It receives every entity of
+that type in the document at once and returns a mapping entity -> value, so a count costs one
+query per document instead of one per resource. ``count_of("comments")`` builds such a method.
+
+The library makes a new transformer per request and type (the seed's ``transformer()``), and sets
+``request`` and ``definition`` on it, so a transformer may tailor what it shows to the caller.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
+from typing import Any, Callable
+
+__all__ = ["Transformer", "meta_method_name", "snake_case"]
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_case(name: str) -> str:
+    """``createdAt`` -> ``created_at``; ``passwordConfirmation`` -> ``password_confirmation``."""
+    return _CAMEL_BOUNDARY.sub("_", name).replace("-", "_").lower()
+
+
+def meta_method_name(field: str) -> str:
+    """The method computing meta field ``field``: ``commentsCount`` -> ``meta_comments_count``."""
+    return "meta_" + snake_case(field)
+
+
+class Transformer:
+    """Base transformer. Subclasses set ``attributes`` and, when they have metas,
+    ``available_metas`` with one ``meta_<snake_case>`` method each."""
+
+    attributes: tuple[str, ...] = ()
+    attribute_map: Mapping[str, str] = {}
+    available_metas: tuple[str, ...] = ()
+
+    #: Filled once per class by ``prepare()`` at configuration commit: JSON name -> getter.
+    _getters: dict[str, Callable[[Any], Any]]
+
+    request = None
+    definition = None
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Build the attribute getters once (called when the configuration commits)."""
+        cls._getters = {
+            name: attrgetter(cls.attribute_map.get(name, snake_case(name))) for name in cls.attributes
+        }
+
+    def entity_attribute(self, name: str) -> str:
+        """The entity attribute behind the JSON attribute ``name``."""
+        return self.attribute_map.get(name, snake_case(name))
+
+    def transform(self, entity: Any, names: Iterable[str]) -> dict[str, Any]:
+        """The ``attributes`` object of ``entity``, restricted to ``names`` (already filtered by
+        sparse fieldsets). Override to hide or add values; call ``super()`` for the rest."""
+        getters = self._getters
+        return {name: getters[name](entity) for name in names}
+
+    def compute_metas(self, entities: list, fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
+        """Requested meta fields that this transformer makes available: field -> {entity: value}.
+        A requested field that is not available is left out (seed 4.4 rule 6)."""
+        out = {}
+        for field in fields:
+            if field in self.available_metas:
+                out[field] = getattr(self, meta_method_name(field))(entities)
+        return out

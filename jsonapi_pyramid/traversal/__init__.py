@@ -1,0 +1,166 @@
+"""The traversal tree::
+
+    Root ── api (ApiRoot: the registry of types)
+             └── <type> (Collection)                   list, create; view names = collection operations
+                  └── <id> (Item)                      show, update, remove; view names = item operations
+                       ├── <name> (Related)            related read
+                       └── relationships (Relationships)
+                            └── <name> (ToOneLinkage | ToManyLinkage)   linkage read and writes
+
+Each node is small: ``__name__``, ``__parent__``, ``__acl__`` and what its views need. A
+``__getitem__`` does at most one lookup and raises ``KeyError`` for a miss, so Pyramid turns the
+rest of the path into a view name (custom operations) or a 404. ``Collection.__getitem__`` loads
+the row through the type's visibility criterion: a row the caller may not see is a miss like a
+missing one.
+"""
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from ..contract import get_registry
+from ..security import DEFAULT_ROOT_ACL, context_acl
+
+__all__ = ["ApiRoot", "Collection", "Item", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
+
+
+class Root:
+    """The application root; ``config.include("jsonapi_pyramid")`` makes it the root factory."""
+
+    __name__ = ""
+    __parent__ = None
+    __acl__ = []
+
+    def __init__(self, request):
+        self.request = request
+
+    def __getitem__(self, name):
+        api_name = get_registry(self.request).settings["root_name"]
+        if name == api_name:
+            return ApiRoot(self, api_name)
+        raise KeyError(name)
+
+
+class ApiRoot:
+    """``/api``: one child per registered resource type."""
+
+    def __init__(self, parent, name):
+        self.__parent__ = parent
+        self.__name__ = name
+        self.request = parent.request
+
+    @property
+    def __acl__(self):
+        return get_registry(self.request).settings.get("root_acl", DEFAULT_ROOT_ACL)
+
+    def __getitem__(self, name):
+        definition = get_registry(self.request).get(name)
+        if definition is None:
+            raise KeyError(name)
+        return Collection(self, definition)
+
+
+class _Node:
+    """A node below a resource type: knows its definition and computes its ACL from it."""
+
+    definition = None
+    entity = None
+    relationship = None
+
+    @property
+    def __acl__(self):
+        return context_acl(self.definition, self, self.request)
+
+
+class Collection(_Node):
+    """``/api/<type>``."""
+
+    def __init__(self, parent, definition):
+        self.__parent__ = parent
+        self.__name__ = definition.type
+        self.request = parent.request
+        self.definition = definition
+
+    def __getitem__(self, key):
+        definition = self.definition
+        try:
+            resource_id = definition.parse_id(key)
+        except (ValueError, TypeError):
+            raise KeyError(key) from None
+        model = definition.model
+        statement = select(model).where(getattr(model, definition.id_attribute) == resource_id)
+        criterion = definition.visibility(self.request)
+        if criterion is not None:
+            statement = statement.where(criterion)
+        entity = self.request.dbsession.scalars(statement).first()
+        if entity is None:
+            raise KeyError(key)
+        return Item(self, entity)
+
+
+class Item(_Node):
+    """``/api/<type>/<id>``: one resource the caller may see."""
+
+    def __init__(self, parent: Collection, entity):
+        self.__parent__ = parent
+        self.request = parent.request
+        self.definition = parent.definition
+        self.entity = entity
+        self.__name__ = self.definition.identity(entity)
+
+    def __getitem__(self, name):
+        if name == "relationships":
+            return Relationships(self)
+        relationship = self.definition.relationships.get(name)
+        if relationship is None:
+            raise KeyError(name)
+        return Related(self, relationship)
+
+
+class Related(_Node):
+    """``/api/<type>/<id>/<name>``: the related resource(s)."""
+
+    def __init__(self, parent: Item, relationship):
+        self.__parent__ = parent
+        self.__name__ = relationship.name
+        self.request = parent.request
+        self.definition = parent.definition
+        self.entity = parent.entity
+        self.relationship = relationship
+
+
+class Relationships(_Node):
+    """``/api/<type>/<id>/relationships``: only a step on the way to a linkage node."""
+
+    __name__ = "relationships"
+
+    def __init__(self, parent: Item):
+        self.__parent__ = parent
+        self.request = parent.request
+        self.definition = parent.definition
+        self.entity = parent.entity
+
+    def __getitem__(self, name):
+        relationship = self.definition.relationships.get(name)
+        if relationship is None:
+            raise KeyError(name)
+        return (ToManyLinkage if relationship.many else ToOneLinkage)(self, relationship)
+
+
+class Linkage(_Node):
+    """``/api/<type>/<id>/relationships/<name>``."""
+
+    def __init__(self, parent: Relationships, relationship):
+        self.__parent__ = parent
+        self.__name__ = relationship.name
+        self.request = parent.request
+        self.definition = parent.definition
+        self.entity = parent.entity
+        self.relationship = relationship
+
+
+class ToOneLinkage(Linkage):
+    """Linkage of a to-one relationship: GET and PATCH."""
+
+
+class ToManyLinkage(Linkage):
+    """Linkage of a to-many relationship: GET, POST (add), PATCH (replace), DELETE (remove)."""

@@ -1,0 +1,45 @@
+"""The view table: (context type, request method) -> view, permission. Read it at a glance.
+
+For every context type, a method without a row answers 405 with ``Allow`` listing the rows'.
+"""
+from __future__ import annotations
+
+from pyramid.security import NO_PERMISSION_REQUIRED
+
+from ..errors import MethodNotAllowed
+from ..security import Permission
+from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
+from . import read
+
+VIEWS = [
+    # context        method    view                 permission
+    (Collection,     "GET",    read.list_resources, Permission.VIEW),
+    (Item,           "GET",    read.show,           Permission.VIEW),
+    (Related,        "GET",    read.related,        Permission.VIEW),
+    (ToOneLinkage,   "GET",    read.linkage,        Permission.VIEW),
+    (ToManyLinkage,  "GET",    read.linkage,        Permission.VIEW),
+]
+
+
+def allowed_methods(context_type) -> list[str]:
+    methods = {method for ctx, method, _view, _perm in VIEWS if ctx is context_type}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+def _method_not_allowed(context_type):
+    allowed = allowed_methods(context_type)
+
+    def method_not_allowed(context, request):
+        raise MethodNotAllowed(request.method, allowed)
+
+    return method_not_allowed
+
+
+def includeme(config):
+    for context, method, view, permission in VIEWS:
+        config.add_view(view, context=context, request_method=method, permission=str(permission))
+    for context in {row[0] for row in VIEWS}:
+        # No request_method predicate: tried after the rows above, so it answers only the rest.
+        config.add_view(_method_not_allowed(context), context=context, permission=NO_PERMISSION_REQUIRED)

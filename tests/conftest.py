@@ -1,0 +1,209 @@
+"""Test fixtures: every functional test runs on SQLite and, when a server answers, on PostgreSQL.
+
+* Each test session makes a fresh database per backend (a temporary SQLite file; a new PostgreSQL
+  database ``jsonapi_test_<random>``), migrates it with alembic, and drops it at the end.
+* The app under test is the real reference service (``jsonapi_blog.main``) with real commits;
+  after each test every table is emptied, so tests never see each other's data.
+* ``api`` is a WebTest app that validates every JSON:API document it receives against the
+  JSON:API 1.1 schema (plus the "included needs data" rule that the schema's draft-07
+  ``dependencies`` keyword no longer expresses) and checks the media type.
+* ``count_statements`` counts the SQL statements the app runs inside a ``with`` block.
+
+Environment: ``TEST_DATABASE_URL`` (a PostgreSQL server URL whose ``postgres`` database may create
+databases), ``JSONAPI_TEST_BACKENDS`` (``sqlite``, ``postgresql`` or both, comma separated),
+``JSONAPI_REQUIRE_POSTGRESQL=1`` (CI: fail instead of skipping PostgreSQL).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import socket
+import uuid
+
+import jsonschema
+import pytest
+import webtest
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from jsonapi_blog import main
+from jsonapi_blog.initdb import migrate
+from jsonapi_blog.models import Base
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "jsonapi-1.1.schema.json"
+if not SCHEMA_PATH.exists():  # the schema is copied into the repository for clones without shared/
+    SCHEMA_PATH = ROOT / "tests" / "schemas" / "jsonapi-1.1.schema.json"
+MEDIA_TYPE = "application/vnd.api+json"
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def _postgres_answers() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _backends() -> list[str]:
+    wanted = os.environ.get("JSONAPI_TEST_BACKENDS")
+    if wanted:
+        return [b.strip() for b in wanted.split(",") if b.strip()]
+    backends = ["sqlite"]
+    if os.environ.get("TEST_DATABASE_URL") or _postgres_answers() or os.environ.get("JSONAPI_REQUIRE_POSTGRESQL"):
+        backends.append("postgresql")
+    return backends
+
+
+BACKENDS = _backends()
+
+
+@contextlib.contextmanager
+def _sqlite_database(tmp_path_factory):
+    path = tmp_path_factory.mktemp("db") / "test.sqlite"
+    yield f"sqlite:///{path}"
+
+
+@contextlib.contextmanager
+def _postgresql_database():
+    server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL)
+    if server.drivername == "postgresql":
+        server = server.set(drivername="postgresql+psycopg")
+    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    name = f"jsonapi_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - reported as skip or failure below
+        admin.dispose()
+        if os.environ.get("JSONAPI_REQUIRE_POSTGRESQL"):
+            pytest.fail(f"PostgreSQL is required but not usable: {exc}")
+        pytest.skip(f"PostgreSQL not usable: {exc}")
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database_url(request, tmp_path_factory):
+    """A fresh, migrated database for this test session and backend."""
+    factory = _sqlite_database(tmp_path_factory) if request.param == "sqlite" else _postgresql_database()
+    with factory as url:
+        engine = create_engine(url)
+        migrate(engine)
+        engine.dispose()
+        yield url
+
+
+@pytest.fixture(scope="session")
+def backend(database_url) -> str:
+    return make_url(database_url).get_backend_name()
+
+
+APP_SETTINGS = {
+    # Cheap argon2 parameters: hashing strength is not what these tests measure.
+    "blog.argon2_time_cost": "1",
+    "blog.argon2_memory_cost": "64",
+    "retry.attempts": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def wsgi_app(database_url):
+    os.environ.pop("DATABASE_URL", None)
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url})
+    yield app
+    app.registry["db.engine"].dispose()
+
+
+@pytest.fixture(scope="session")
+def engine(wsgi_app):
+    return wsgi_app.registry["db.engine"]
+
+
+@pytest.fixture
+def db(engine):
+    """A session on the test database for arranging and checking data (commit to make it seen)."""
+    with Session(engine, expire_on_commit=False) as session:
+        yield session
+    _empty_tables(engine)
+
+
+def _empty_tables(engine) -> None:
+    with engine.begin() as connection:
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+
+
+@pytest.fixture(scope="session")
+def schema_validator():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+class JsonApiTestApp(webtest.TestApp):
+    """A TestApp that checks every JSON:API response document it sees."""
+
+    validator = None
+
+    def do_request(self, req, status=None, expect_errors=None):
+        response = super().do_request(req, status=status, expect_errors=expect_errors)
+        check_document(response, self.validator)
+        return response
+
+
+def check_document(response, validator) -> None:
+    if not response.body:
+        return
+    content_type = response.headers.get("Content-Type", "")
+    if not content_type.startswith(MEDIA_TYPE):
+        return  # not a JSON:API document (the docs page, for instance)
+    assert content_type == MEDIA_TYPE or content_type.startswith(MEDIA_TYPE + ";"), content_type
+    assert "charset" not in content_type, content_type
+    document = json.loads(response.body)
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+    assert not errors, "invalid JSON:API document: " + "; ".join(
+        f"{list(e.path)}: {e.message[:200]}" for e in errors[:5]
+    )
+    if "included" in document:
+        assert "data" in document, "a document with included must have data"
+    assert document.get("jsonapi", {}).get("version") == "1.1"
+    assert "self" in document.get("links", {}), "every document has links.self"
+    if "errors" in document:
+        assert str(response.status_int) in {e["status"] for e in document["errors"]}
+
+
+@pytest.fixture
+def api(wsgi_app, schema_validator, db):
+    """The reference service behind WebTest; every response document is validated."""
+    app = JsonApiTestApp(wsgi_app, extra_environ={"HTTP_HOST": "example.test"})
+    app.validator = schema_validator
+    return app
+
+
+@pytest.fixture
+def count_statements(engine):
+    """``with count_statements() as statements: ...`` then ``len(statements)``."""
+
+    @contextlib.contextmanager
+    def counting():
+        statements: list[str] = []
+
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")):
+                statements.append(statement)
+
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            yield statements
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+
+    return counting
