@@ -54,3 +54,25 @@ def make_user(db):
         return user
 
     return make
+
+
+@pytest.fixture
+def auth_headers(db):
+    """``auth_headers(user)``: an ``Authorization: Bearer`` header for ``user``.
+
+    Stores a token the way the service does (SHA-256 of the secret, with an expiry) without going
+    through ``POST /api/tokens``, so tests of other areas do not depend on that endpoint."""
+    import datetime as dt
+    import hashlib
+    import secrets
+
+    from jsonapi_blog.models import Token, utcnow
+
+    def make(user, expires_in=dt.timedelta(hours=1)):
+        secret = secrets.token_urlsafe(32)
+        db.add(Token(user_id=user.id, secret_hash=hashlib.sha256(secret.encode()).hexdigest(),
+                     expires_at=utcnow() + expires_in))
+        db.commit()
+        return {"Authorization": f"Bearer {secret}"}
+
+    return make
