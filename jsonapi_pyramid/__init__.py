@@ -105,10 +105,16 @@ def add_jsonapi_resource(config, model, **options):
 
 
 def _request_id(request) -> str:
-    incoming = request.headers.get("X-Request-Id", "")
-    if incoming and len(incoming) <= 64 and incoming.replace("-", "").isalnum():
-        return incoming
-    return uuid.uuid4().hex
+    # Kept in the environ: every attempt of a retried request (pyramid_retry) has the same id.
+    request_id = request.environ.get("jsonapi.request_id")
+    if request_id is None:
+        incoming = request.headers.get("X-Request-Id", "")
+        if incoming and len(incoming) <= 64 and incoming.isascii() and incoming.replace("-", "").isalnum():
+            request_id = incoming
+        else:
+            request_id = uuid.uuid4().hex
+        request.environ["jsonapi.request_id"] = request_id
+    return request_id
 
 
 def includeme(config):
@@ -122,5 +128,6 @@ def includeme(config):
     config.add_request_method(_request_id, "request_id", reify=True)
     config.include(".errors")
     config.include(".views")
+    config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)

@@ -5,14 +5,42 @@ turns on pyramid_tm (one transaction per request: committed when the view succee
 anything raises, also when an exception view renders the error) and adds ``request.dbsession``,
 joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
 An application that manages its own sessions just provides ``request.dbsession`` itself.
+
+Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
+transaction each time): serialization failures and deadlocks (SQLSTATE class 40) always, since the
+database rolled the transaction back; lost or refused connections (SQLSTATE classes 08 and 57P,
+and driver errors without a SQLSTATE) only when the failure came before COMMIT was sent, because
+after that the outcome is unknown and repeating a create could apply it twice. The last attempt's
+error is rendered: 503 with ``Retry-After`` for an unavailable database (``errors.py``).
+
+``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
+``{"status": "ok", "database": "ok"}`` when ``SELECT 1`` works and 503 otherwise, as
+``application/json``, for load balancers and orchestrators.
 """
 from __future__ import annotations
 
-import zope.sqlalchemy
-from sqlalchemy import engine_from_config, event
-from sqlalchemy.orm import sessionmaker
+import logging
 
-__all__ = ["get_engine", "get_session_factory", "get_tm_session"]
+import orjson
+import zope.sqlalchemy
+from pyramid.response import Response
+from pyramid.security import NO_PERMISSION_REQUIRED
+from pyramid_retry import IRetryableError, is_error_retryable
+from sqlalchemy import engine_from_config, event, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import sessionmaker
+from zope.interface import alsoProvides
+
+__all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_transient_error"]
+
+log = logging.getLogger(__name__)
+
+#: SQLSTATE classes of errors that say nothing about the request itself: 40 = transaction
+#: rollback (40001 serialization failure, 40P01 deadlock), 08 = connection exception,
+#: 57P = operator intervention (57P01 admin shutdown / pg_terminate_backend, 57P03 cannot connect now).
+_ROLLED_BACK = ("40",)
+_CONNECTION_LOST = ("08", "57P")
+_COMMIT_STARTED = "jsonapi.commit_started"
 
 
 def get_engine(settings, prefix: str = "sqlalchemy."):
@@ -29,7 +57,108 @@ def get_engine(settings, prefix: str = "sqlalchemy."):
 
 
 def get_session_factory(engine):
-    return sessionmaker(bind=engine)
+    factory = sessionmaker(bind=engine)
+    event.listen(factory, "before_commit", _note_commit_started)
+    return factory
+
+
+def _note_commit_started(session) -> None:
+    # From here on a lost connection leaves the outcome unknown: such an error is not retried.
+    request = session.info.get("request")
+    if request is not None:
+        request.environ[_COMMIT_STARTED] = True
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    return getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+
+
+def is_transient_error(exc: BaseException, commit_started: bool = False) -> bool:
+    """Whether running the request again may succeed and cannot apply a change twice.
+
+    ``commit_started``: COMMIT may have reached the database (then only a rollback the database
+    reported, SQLSTATE class 40, is safe to retry).
+    """
+    if not isinstance(exc, DBAPIError):
+        return False
+    sqlstate = _sqlstate(exc)
+    if sqlstate and sqlstate.startswith(_ROLLED_BACK):
+        return True
+    if commit_started:
+        return False
+    if exc.connection_invalidated:
+        return True
+    if sqlstate:
+        return sqlstate.startswith(_CONNECTION_LOST)
+    if isinstance(exc, OperationalError):
+        # No SQLSTATE: the driver could not reach the server (refused, reset, timed out), or
+        # SQLite's "database is locked".
+        message = str(exc.orig).lower()
+        return "sqlite" not in type(exc.orig).__module__ or "locked" in message
+    return False
+
+
+def transient_error_tween_factory(handler, registry):
+    """Over pyramid_tm: marks a transient database error retryable for pyramid_retry.
+
+    It sees errors raised by views and by the commit alike (both end in ``request.exception``
+    once an exception view rendered them), after pyramid_tm aborted the transaction.
+    """
+
+    def transient_error_tween(request):
+        request.environ.pop(_COMMIT_STARTED, None)
+        try:
+            response = handler(request)
+        except Exception as exc:
+            _mark(request, exc)
+            raise
+        exc = getattr(request, "exception", None)
+        if exc is not None:
+            _mark(request, exc)
+        return response
+
+    return transient_error_tween
+
+
+def _mark(request, exc) -> None:
+    if is_transient_error(exc, bool(request.environ.get(_COMMIT_STARTED))):
+        alsoProvides(exc, IRetryableError)
+        if is_error_retryable(request, exc):
+            log.info("transient database error, retrying (attempt %s of %s, request id %s): %s",
+                     request.environ.get("retry.attempt", 0) + 1, request.environ.get("retry.attempts", 1),
+                     request.environ.get("jsonapi.request_id", "-"), getattr(exc, "orig", exc))
+
+
+def health_view(request):
+    """``GET /health``: whether the database answers ``SELECT 1`` (200 or 503), as plain JSON."""
+    engine = request.registry["db.engine"]
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
+        log.warning("health check: database unavailable: %s", exc.__class__.__name__)
+        body, status, headers = {"status": "unavailable", "database": "unavailable"}, 503, {"Retry-After": "5"}
+    else:
+        body, status, headers = {"status": "ok", "database": "ok"}, 200, {}
+    response = Response(status=status, body=orjson.dumps(body), content_type="application/json", charset=None)
+    response.headers.update(headers)
+    response.cache_control = "no-store"
+    return response
+
+
+def bound_unsized_body(request):
+    """pyramid_retry's activate hook: bound a body without ``Content-Length`` before it is copied.
+
+    pyramid_retry copies the body (to replay it) before any tween runs; a chunked body without
+    ``Content-Length`` is read here up to ``jsonapi.max_body_bytes`` + 1 bytes only, so the
+    negotiation tween then answers 413 for a longer one. Returns None: the configured attempts.
+    """
+    from .negotiation import bound_body
+
+    jsonapi = getattr(request.registry, "jsonapi", None)
+    if jsonapi is not None:
+        bound_body(request, jsonapi.settings["max_body_bytes"])
+    return None
 
 
 def get_tm_session(session_factory, transaction_manager, request=None):
@@ -41,8 +170,10 @@ def get_tm_session(session_factory, transaction_manager, request=None):
 def includeme(config):
     settings = config.get_settings()
     settings["tm.manager_hook"] = "pyramid_tm.explicit_manager"
+    settings.setdefault("retry.activate_hook", bound_unsized_body)
     config.include("pyramid_tm")
     config.include("pyramid_retry")
+    config.add_tween("jsonapi_pyramid.db.transient_error_tween_factory", over="pyramid_tm.tm_tween_factory")
     engine = get_engine(settings)
     session_factory = get_session_factory(engine)
     config.registry["db.engine"] = engine
@@ -56,3 +187,8 @@ def includeme(config):
         return session
 
     config.add_request_method(dbsession, reify=True)
+
+    from .traversal import Root
+
+    config.add_view(health_view, context=Root, name="health", request_method=("GET", "HEAD"),
+                    permission=NO_PERMISSION_REQUIRED)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from pyramid.exceptions import URLDecodeError
 from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
@@ -147,8 +148,44 @@ def error_response(request, status: int, errors: list[dict], headers: dict | Non
     if request_id:
         for error in errors:
             error.setdefault("id", request_id)
-    document = {"jsonapi": {"version": "1.1"}, "errors": errors, "links": {"self": request.url}}
+    document = {"jsonapi": {"version": "1.1"}, "errors": errors, "links": {"self": _self_link(request)}}
     return json_response(document, status=status, headers=headers)
+
+
+def _self_link(request) -> str:
+    try:
+        return request.url
+    except UnicodeDecodeError:  # a path or query that is not UTF-8: link to the raw bytes, escaped
+        from urllib.parse import quote
+
+        environ = request.environ
+        raw = (environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")).encode("latin-1", "replace")
+        url = request.host_url + quote(raw, safe="/")
+        query = environ.get("QUERY_STRING", "").encode("latin-1", "replace")
+        return url + ("?" + quote(query, safe="=&[]%,") if query else "")
+
+
+def url_decode_error_view(exc: UnicodeDecodeError, request):
+    """A path or query string that is not UTF-8 (pyramid's URLDecodeError, webob's decoding): 400.
+
+    Any other UnicodeDecodeError is a bug: 500."""
+    if url_is_utf8(request.environ):
+        return internal_error_view(exc, request)
+    return error_response(request, 400, [error_object(400, "Bad Request", "The URL is not valid UTF-8.")])
+
+
+def url_is_utf8(environ) -> bool:
+    """Whether the path and the query string (as PEP 3333 hands them over) decode as UTF-8."""
+    from urllib.parse import unquote_to_bytes
+
+    try:
+        environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")  # the server unquoted it
+        query = environ.get("QUERY_STRING", "").encode("latin-1")
+        query.decode("utf-8")
+        unquote_to_bytes(query).decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
 
 
 def jsonapi_error_view(exc: JsonApiError, request):
@@ -196,6 +233,8 @@ def includeme(config):
     config.add_exception_view(not_found_view, context=HTTPNotFound)
     config.add_exception_view(forbidden_view, context=HTTPForbidden)
     config.add_exception_view(http_exception_view, context=HTTPException)
+    config.add_exception_view(url_decode_error_view, context=URLDecodeError)
+    config.add_exception_view(url_decode_error_view, context=UnicodeDecodeError)
     config.add_exception_view(integrity_error_view, context=IntegrityError)
     config.add_exception_view(database_unavailable_view, context=DBAPIError)
     config.add_exception_view(internal_error_view, context=Exception)

@@ -6,11 +6,13 @@
 * ``Accept``: when it has JSON:API entries and every one of them carries parameters other than
   ``ext``/``profile`` or asks for an unsupported extension -> 406. An ``Accept`` without any JSON:API
   entry (``*/*``, ``text/html``) is served the JSON:API document anyway.
-* A body over ``jsonapi.max_body_bytes`` -> 413, before it is read.
+* A path or query string that is not UTF-8 or holds a NUL character -> 400.
+* A body over ``jsonapi.max_body_bytes`` -> 413, before it is read. A body without
+  ``Content-Length`` (chunked) is read up to ``max_body_bytes`` + 1 bytes only (``bound_body``).
 """
 from __future__ import annotations
 
-from .errors import NotAcceptable, PayloadTooLarge, UnsupportedMediaType
+from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMediaType
 from .renderer import MEDIA_TYPE
 
 _ALLOWED_PARAMETERS = {"ext", "profile"}
@@ -35,7 +37,34 @@ def _acceptable(parameters: dict) -> bool:
     return not parameters.get("ext")  # no extension is supported
 
 
+def bound_body(request, max_body_bytes: int) -> None:
+    """Give a body without ``Content-Length`` one, reading at most ``max_body_bytes`` + 1 bytes.
+
+    A longer body is cut there: its length then exceeds the limit and ``check_request`` answers
+    413; the rest is never read.
+    """
+    if request.content_length is None and request.is_body_readable:
+        request.body = request.body_file_raw.read(max_body_bytes + 1)
+
+
+def check_url(request) -> None:
+    """A path or query string that is not UTF-8, or holds a NUL character -> 400, before any use."""
+    from urllib.parse import unquote_to_bytes
+
+    from .errors import url_is_utf8
+
+    environ = request.environ
+    if not url_is_utf8(environ):
+        raise BadRequest("The URL is not valid UTF-8.")
+    if "\0" in environ.get("PATH_INFO", ""):
+        raise BadRequest("The path contains a NUL character.")
+    if b"\0" in unquote_to_bytes(environ.get("QUERY_STRING", "").encode("latin-1")):
+        raise BadRequest("The query string contains a NUL character.")
+
+
 def check_request(request, max_body_bytes: int) -> None:
+    check_url(request)
+    bound_body(request, max_body_bytes)
     length = request.content_length
     if length is not None and length > max_body_bytes:
         raise PayloadTooLarge(f"The request body is larger than {max_body_bytes} bytes.")
