@@ -128,6 +128,7 @@ def includeme(config):
     config.add_request_method(_request_id, "request_id", reify=True)
     config.include(".errors")
     config.include(".views")
+    config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)
