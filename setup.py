@@ -14,6 +14,8 @@ requires = [
     "psycopg[binary]>=3.1",
     # Password hashing for the reference service (argon2id: the OWASP recommendation).
     "argon2-cffi>=23",
+    # Swagger UI's files for the /api/docs page, served by the service itself (no CDN).
+    "swagger-ui-py>=25",
 ]
 
 tests_require = [
@@ -21,6 +23,8 @@ tests_require = [
     "WebTest>=3",
     "jsonschema>=4.20",
     "hypothesis>=6",
+    "openapi-spec-validator>=0.7",
+    "schemathesis>=4,<5",
 ]
 
 setup(
@@ -41,6 +45,7 @@ setup(
         "paste.server_runner": ["waitress = jsonapi_blog.server:serve"],
         "console_scripts": [
             "jsonapi-pyramid-initdb = jsonapi_blog.initdb:main",
+            "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
         ],
     },
 )
