@@ -8,7 +8,8 @@ An application that manages its own sessions just provides ``request.dbsession``
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
 transaction each time): serialization failures and deadlocks (SQLSTATE class 40) always, since the
-database rolled the transaction back; lost or refused connections (SQLSTATE classes 08 and 57P,
+database rolled the transaction back; a flush that found rows changed by a concurrent writer
+(``StaleDataError``); lost or refused connections (SQLSTATE classes 08 and 57P,
 and driver errors without a SQLSTATE) only when the failure came before COMMIT was sent, because
 after that the outcome is unknown and repeating a create could apply it twice. The last attempt's
 error is rendered: 503 with ``Retry-After`` for an unavailable database (``errors.py``).
@@ -29,6 +30,7 @@ from pyramid_retry import IRetryableError, is_error_retryable
 from sqlalchemy import engine_from_config, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_transient_error"]
@@ -79,6 +81,8 @@ def is_transient_error(exc: BaseException, commit_started: bool = False) -> bool
     ``commit_started``: COMMIT may have reached the database (then only a rollback the database
     reported, SQLSTATE class 40, is safe to retry).
     """
+    if isinstance(exc, StaleDataError):
+        return True  # raised by a flush, before COMMIT: a concurrent writer changed the rows read
     if not isinstance(exc, DBAPIError):
         return False
     sqlstate = _sqlstate(exc)

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from pyramid.exceptions import URLDecodeError
 from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm.exc import StaleDataError
 
 from .renderer import json_response
 
@@ -215,6 +216,18 @@ def integrity_error_view(exc: IntegrityError, request):
     return error_response(request, 409, [error_object(409, "Conflict", "The change conflicts with the current state of a resource (a unique or referential constraint).")])
 
 
+def stale_data_view(exc: StaleDataError, request):
+    """A row or link changed by a concurrent writer between read and write (after the retries): 409."""
+    log.info("concurrent modification answered with 409: %s", exc)
+    return error_response(request, 409, [error_object(409, "Conflict", "A concurrent request changed the same resource; try again.")])
+
+
+def data_error_view(exc: DataError, request):
+    """A value the database refuses (too long, out of range, a NUL character in text): 400."""
+    log.info("data error answered with 400: %s", exc.orig)
+    return error_response(request, 400, [error_object(400, "Bad Request", "A value in the request is not acceptable to the database (too long, out of range, or containing a NUL character).")])
+
+
 def database_unavailable_view(exc: DBAPIError, request):
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         log.warning("database unavailable: %s", exc.orig)
@@ -236,5 +249,7 @@ def includeme(config):
     config.add_exception_view(url_decode_error_view, context=URLDecodeError)
     config.add_exception_view(url_decode_error_view, context=UnicodeDecodeError)
     config.add_exception_view(integrity_error_view, context=IntegrityError)
+    config.add_exception_view(data_error_view, context=DataError)
+    config.add_exception_view(stale_data_view, context=StaleDataError)
     config.add_exception_view(database_unavailable_view, context=DBAPIError)
     config.add_exception_view(internal_error_view, context=Exception)

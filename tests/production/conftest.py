@@ -1,0 +1,40 @@
+"""Fixtures for the production proofs (helpers in prodtools.py).
+
+* ``start_servers(n, url)`` runs ``pserve`` on ``production.ini`` (loopback only, cheap password
+  hashing) in ``n`` processes on free 127.0.0.1 ports with ``DATABASE_URL=url``, ready to serve;
+  they stop at the end of the test module.
+* ``pg_url``: the session's PostgreSQL test database; tests using it skip on SQLite.
+"""
+from __future__ import annotations
+
+import pytest
+from prodtools import Server, production_test_ini
+from sqlalchemy.engine import make_url
+
+
+@pytest.fixture(scope="module")
+def start_servers(tmp_path_factory):
+    """``start_servers(n, database_url) -> [Server]``, ready to serve; stopped after the module."""
+    started: list[Server] = []
+    tmp = tmp_path_factory.mktemp("servers")
+    ini = production_test_ini(tmp)
+
+    def start(n: int, database_url: str) -> list[Server]:
+        servers = [Server(ini, database_url, tmp / f"server-{len(started) + i}.log") for i in range(n)]
+        started.extend(servers)
+        for server in servers:
+            server.wait_ready()
+        return servers
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url(database_url) -> str:
+    if make_url(database_url).get_backend_name() != "postgresql":
+        pytest.skip("needs PostgreSQL (several processes on one database)")
+    return database_url
+
+

@@ -1,0 +1,223 @@
+"""Operating the service: /health, the access log and request ids, retries of transient database
+errors, and the 503 of a database that stays down. In-process (WebTest), on every backend."""
+from __future__ import annotations
+
+import logging
+
+import psycopg.errors
+import pytest
+import webtest
+from pyramid.config import Configurator
+from pyramid.response import Response
+from pyramid.security import NO_PERMISSION_REQUIRED
+from sqlalchemy import create_engine, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from jsonapi_blog import main
+from jsonapi_blog.models import Tag
+from jsonapi_pyramid.db import is_transient_error
+from jsonapi_pyramid.traversal import Root
+
+UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2"
+
+
+def probe_app(url: str, view, attempts: int = 3) -> webtest.TestApp:
+    """The library (db + jsonapi_pyramid) with one view, ``/probe``, on the Root context."""
+    config = Configurator(settings={"sqlalchemy.url": url, "retry.attempts": str(attempts)})
+    config.include("jsonapi_pyramid.db")
+    config.include("jsonapi_pyramid")
+    config.add_view(view, context=Root, name="probe", permission=NO_PERMISSION_REQUIRED)
+    return webtest.TestApp(config.make_wsgi_app())
+
+
+def access_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "jsonapi_pyramid.access" and r.levelno == logging.INFO]
+
+
+def fields(line: str) -> dict:
+    return dict(part.split("=", 1) for part in line.split(" "))
+
+
+# -- /health ---------------------------------------------------------------------------------------
+
+def test_health_answers_ok_when_the_database_answers(api, count_statements):
+    with count_statements() as statements:
+        response = api.get("/health", headers={"Accept": "text/html"})  # outside /api: no negotiation
+    assert response.status_int == 200
+    assert response.content_type == "application/json"
+    assert response.json == {"status": "ok", "database": "ok"}
+    assert response.headers["Cache-Control"] == "no-store"
+    assert statements == ["SELECT 1"]
+
+
+def test_health_is_503_when_the_database_does_not_answer():
+    app = webtest.TestApp(main({}, **{"sqlalchemy.url": UNREACHABLE_PG, "sqlalchemy.pool_pre_ping": "true"}))
+    response = app.get("/health", expect_errors=True)
+    assert response.status_int == 503
+    assert response.content_type == "application/json"
+    assert response.json == {"status": "unavailable", "database": "unavailable"}
+    assert response.headers["Retry-After"] == "5"
+
+
+def test_health_only_answers_get_and_head(api):
+    assert api.head("/health").status_int == 200
+    assert api.post("/health", expect_errors=True).status_int == 404
+
+
+# -- access log and request ids -------------------------------------------------------------------------
+
+def test_one_access_line_per_request_with_the_request_id_of_the_response(api, caplog):
+    caplog.set_level(logging.INFO, logger="jsonapi_pyramid.access")
+    response = api.get("/api/articles?page[size]=2")
+    missing = api.get("/api/articles/999999", expect_errors=True)
+    lines = access_lines(caplog)
+    assert len(lines) == 2
+    first, second = fields(lines[0]), fields(lines[1])
+    assert first["method"] == "GET" and first["path"] == "/api/articles" and first["status"] == "200"
+    assert float(first["duration_ms"]) >= 0
+    assert first["request_id"] == response.headers["X-Request-Id"]
+    assert second["status"] == "404" and second["path"] == "/api/articles/999999"
+    assert second["request_id"] == missing.headers["X-Request-Id"] == missing.json["errors"][0]["id"]
+    assert first["request_id"] != second["request_id"]
+
+
+def test_a_clean_incoming_request_id_is_kept_and_a_dirty_one_replaced(api):
+    kept = api.get("/api/tags", headers={"X-Request-Id": "lb-1234-abcd"})
+    assert kept.headers["X-Request-Id"] == "lb-1234-abcd"
+    replaced = api.get("/api/tags", headers={"X-Request-Id": "bad id\"; drop"})
+    assert replaced.headers["X-Request-Id"] != "bad id\"; drop"
+    assert len(replaced.headers["X-Request-Id"]) == 32
+
+
+def test_the_traceback_of_a_500_is_logged_under_the_id_the_client_sees(tmp_path, caplog):
+    def boom(request):
+        raise RuntimeError("secret internals")
+
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", boom)
+    caplog.set_level(logging.INFO)
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == 500
+    request_id = response.headers["X-Request-Id"]
+    error = response.json["errors"][0]
+    assert error["id"] == request_id
+    assert "secret internals" not in response.text and "Traceback" not in response.text
+    tracebacks = [r for r in caplog.records if r.name == "jsonapi_pyramid.errors" and r.exc_info]
+    assert len(tracebacks) == 1 and request_id in tracebacks[0].getMessage()
+    assert fields(access_lines(caplog)[0])["request_id"] == request_id
+
+
+def test_access_log_escapes_a_path_that_is_not_utf8(api, caplog):
+    caplog.set_level(logging.INFO, logger="jsonapi_pyramid.access")
+    response = api.get("/api/articles/%ff%22x", expect_errors=True)
+    assert response.status_int == 400
+    (line,) = access_lines(caplog)
+    assert 'path="/api/articles/\\\\xff\\"x"' in line
+
+
+# -- retries -------------------------------------------------------------------------------------------
+
+def failing_view(errors: list, calls: list):
+    """A view that raises the given errors in turn, then answers 200."""
+
+    def view(request):
+        calls.append((request.environ["retry.attempt"], request.request_id))
+        if errors:
+            raise errors.pop(0)
+        return Response("done")
+
+    return view
+
+
+def operational(orig) -> OperationalError:
+    return OperationalError("UPDATE articles SET title=%(title)s", {}, orig)
+
+
+@pytest.mark.parametrize("orig", [psycopg.errors.SerializationFailure("could not serialize access"),
+                                  psycopg.errors.DeadlockDetected("deadlock detected"),
+                                  psycopg.errors.AdminShutdown("terminating connection due to administrator command"),
+                                  psycopg.OperationalError("connection refused")],
+                         ids=["serialization", "deadlock", "terminated", "refused"])
+def test_transient_errors_are_retried_under_one_request_id(tmp_path, caplog, orig):
+    calls = []
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view([operational(orig), operational(orig)], calls))
+    caplog.set_level(logging.INFO)
+    response = app.get("/probe")
+    assert response.status_int == 200
+    assert [attempt for attempt, _ in calls] == [0, 1, 2]
+    assert len({request_id for _, request_id in calls}) == 1
+    (line,) = access_lines(caplog)
+    assert fields(line)["attempts"] == "3" and fields(line)["status"] == "200"
+    assert fields(line)["request_id"] == calls[0][1] == response.headers["X-Request-Id"]
+
+
+def test_a_database_that_stays_down_gives_503_after_the_bounded_attempts(tmp_path):
+    calls = []
+    errors = [operational(psycopg.OperationalError("connection refused")) for _ in range(10)]
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view(errors, calls), attempts=3)
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == 503
+    assert response.headers["Retry-After"] == "5"
+    assert response.json["errors"][0]["status"] == "503"
+    assert response.json["errors"][0]["id"] == response.headers["X-Request-Id"]
+    assert len(calls) == 3
+
+
+def test_an_integrity_error_is_not_retried_and_gives_409(tmp_path):
+    calls = []
+    error = IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("duplicate key"))
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view([error], calls))
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == 409 and len(calls) == 1
+
+
+def test_the_real_service_with_the_database_down_answers_503_json_api():
+    app = webtest.TestApp(main({}, **{"sqlalchemy.url": UNREACHABLE_PG, "retry.attempts": "2"}))
+    response = app.get("/api/articles", expect_errors=True)
+    assert response.status_int == 503
+    assert response.content_type == "application/vnd.api+json"
+    assert response.headers["Retry-After"] == "5"
+    assert "127.0.0.1" not in response.text  # no connection details leak
+
+
+def test_which_errors_are_transient():
+    lost = DBAPIError("SELECT 1", {}, psycopg.OperationalError("server closed the connection"), connection_invalidated=True)
+    assert is_transient_error(lost)
+    assert not is_transient_error(lost, commit_started=True)  # COMMIT may have landed: never twice
+    serialization = operational(psycopg.errors.SerializationFailure("x"))
+    assert is_transient_error(serialization, commit_started=True)  # the server rolled it back
+    assert not is_transient_error(IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("x")))
+    assert not is_transient_error(DBAPIError("SELECT", {}, psycopg.errors.UndefinedTable("x")))
+    assert not is_transient_error(ValueError("x"))
+
+
+def test_a_real_serialization_failure_is_retried(database_url, backend, tmp_path, db):
+    """Two transactions on PostgreSQL: the first attempt loses to a concurrent update (40001)."""
+    if backend != "postgresql":
+        pytest.skip("SQLite has no concurrent writers to lose to")
+    tag = Tag(name="before")
+    db.add(tag)
+    db.commit()
+    other = create_engine(database_url)
+    attempts = []
+
+    def view(request):
+        attempt = request.environ["retry.attempt"]
+        attempts.append(attempt)
+        session = request.dbsession
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        session.execute(select(Tag.name).where(Tag.id == tag.id)).scalar_one()  # the snapshot
+        if attempt == 0:
+            with other.begin() as connection:  # a concurrent writer commits first
+                connection.execute(update(Tag).where(Tag.id == tag.id).values(name="concurrent"))
+        session.execute(update(Tag).where(Tag.id == tag.id).values(name=f"attempt-{attempt}"))
+        return Response("done")
+
+    app = probe_app(database_url, view)
+    try:
+        assert app.get("/probe").status_int == 200
+    finally:
+        app.app.registry["db.engine"].dispose()
+        other.dispose()
+    assert attempts == [0, 1]
+    db.expire_all()
+    assert db.get(Tag, tag.id).name == "attempt-1"
