@@ -1,0 +1,258 @@
+"""Custom operations: endpoints beyond create/read/update/delete (seed sections 1 and 4.5).
+
+An operation handles one task on one resource type, on an item (``/api/users/<id>/activate``) or
+on the collection (``/api/users/activate``). It is a plain ``(context, request)`` function that
+reads the resolved resource (``context.entity`` on an item) and answers through the helpers
+below, which build the JSON:API document::
+
+    def activate(context, request):
+        context.entity.active = True
+        return item(request, context.entity)
+
+    config.add_jsonapi_operation(User, "activate", activate, on="item",
+                                 request_method="POST", permission="activate")
+
+Pyramid checks ``permission`` against the context's ACL before anything else; then ``validate``
+(when given) reads the request, raising ``BadRequest``/``ValidationFailed``, and its result is the
+view's third argument: ``view(context, request, validated)``. Any other method on the operation's
+URL answers 405 with ``Allow``.
+
+``name=""`` on the collection or item *replaces* a standard operation of that type only (for
+example a create that is not a plain model insert): the operation's view carries a predicate on
+the resource type, so Pyramid prefers it over the generic view of the same context and method.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pyramid.exceptions import ConfigurationError
+from pyramid.security import NO_PERMISSION_REQUIRED
+
+from .contract import get_registry
+from .document import DocumentBuilder
+from .errors import BadRequest, MethodNotAllowed, ValidationFailed
+from .loading import Loaded, load_includes
+from .query import parse_query
+from .renderer import json_response
+from .security import Permission
+
+__all__ = [
+    "Operation",
+    "add_jsonapi_operation",
+    "collection",
+    "created",
+    "item",
+    "linkage_entities",
+    "request_data",
+]
+
+#: Before the registry resolves (order 10) and after the resources are registered (order 0).
+OPERATIONS_ORDER = 5
+
+ON_CONTEXT = ("item", "collection")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One custom operation of a resource type (kept in ``ResourceDefinition.operations``)."""
+
+    model: type
+    name: str
+    view: Callable
+    on: str
+    request_method: str
+    permission: str
+    validate: Callable | None = None
+    description: str | None = None
+
+    def __call__(self, context, request):
+        if self.validate is None:
+            return self.view(context, request)
+        return self.view(context, request, self.validate(context, request))
+
+
+class ResourceModelPredicate:
+    """View predicate ``jsonapi_model=Model``: the context is a node of that model's resource type."""
+
+    def __init__(self, value, config):
+        self.value = value
+
+    def text(self) -> str:
+        return f"jsonapi_model = {self.value.__module__}.{self.value.__qualname__}"
+
+    phash = text
+
+    def __call__(self, context, request) -> bool:
+        definition = getattr(context, "definition", None)
+        return definition is not None and definition.model is self.value
+
+
+def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str = "item",
+                          request_method: str = "POST", permission=Permission.UPDATE,
+                          validate: Callable | None = None, description: str | None = None) -> Operation:
+    """Add an operation ``name`` to the resource type of ``model`` (a configurator directive).
+
+    ``on``: ``"item"`` (``/<type>/<id>/<name>``) or ``"collection"`` (``/<type>/<name>``).
+    ``permission``: what the context's ACL must grant (a ``Permission`` or the application's own
+    named permission). ``validate``: ``(context, request) -> value`` run after authorization.
+    ``name=""`` replaces the standard operation of that context and method for this type only.
+    """
+    from .traversal import Collection, Item
+
+    if on not in ON_CONTEXT:
+        raise ConfigurationError(f"add_jsonapi_operation: on must be one of {ON_CONTEXT}, not {on!r}")
+    if name in {"relationships"} or "/" in name:
+        raise ConfigurationError(f"add_jsonapi_operation: {name!r} cannot be an operation name")
+    request_method = request_method.upper()
+    operation = Operation(model, name, view, on, request_method, str(permission), validate, description)
+    context = Item if on == "item" else Collection
+    config.add_view(operation, context=context, name=name, request_method=request_method,
+                    permission=operation.permission, jsonapi_model=model)
+    registry = get_registry(config.registry)
+
+    def record():
+        definition = registry.definition_for_model(model)
+        if definition is None:
+            raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
+        definition.operations[(on, name, request_method)] = operation
+
+    config.action(("jsonapi-operation", model, on, name, request_method), record, order=OPERATIONS_ORDER)
+    if name and (model, on, name) not in _fallbacks(config):
+        # Other methods on the operation's URL: 405 listing the ones registered (read at request time).
+        _fallbacks(config).add((model, on, name))
+        config.add_view(_method_not_allowed(on, name), context=context, name=name,
+                        permission=NO_PERMISSION_REQUIRED, jsonapi_model=model)
+    return operation
+
+
+def _fallbacks(config) -> set:
+    registry = config.registry
+    if not hasattr(registry, "jsonapi_operation_fallbacks"):
+        registry.jsonapi_operation_fallbacks = set()
+    return registry.jsonapi_operation_fallbacks
+
+
+def _method_not_allowed(on: str, name: str):
+    def operation_method_not_allowed(context, request):
+        allowed = [method for (where, op, method) in context.definition.operations if (where, op) == (on, name)]
+        raise MethodNotAllowed(request.method, allowed)
+
+    return operation_method_not_allowed
+
+
+# -- reading a request ---------------------------------------------------------------------------
+
+def request_data(request, *, many: bool | None = None):
+    """The top-level ``data`` of the request's JSON:API document (400 when the body is not JSON,
+    not an object, has no ``data``, or ``data`` is not an object / array as ``many`` asks)."""
+    try:
+        document = request.json_body
+    except ValueError:
+        raise BadRequest("The request body is not valid JSON.") from None
+    if not isinstance(document, dict) or "data" not in document:
+        raise BadRequest("The request body must be a JSON object with a `data` member.", pointer="")
+    data = document["data"]
+    if many is True and not isinstance(data, list):
+        raise BadRequest("`data` must be an array of resource identifiers.", pointer="/data")
+    if many is False and not isinstance(data, dict):
+        raise BadRequest("`data` must be an object.", pointer="/data")
+    return data
+
+
+def linkage_entities(request, definition, identifiers: Iterable, pointer: str = "/data") -> list:
+    """Load the resources named by a list of ``{type, id}`` (one statement, through the type's
+    visibility: a row the caller may not see fails like a missing one). Every bad item is a 422
+    pointing at it; the entities come back in the order given, without duplicates."""
+    from sqlalchemy import select
+
+    identifiers = list(identifiers)
+    limit = get_registry(request).settings["max_linkage_items"]
+    if len(identifiers) > limit:
+        raise ValidationFailed([(pointer, f"At most {limit} resource identifier objects may be sent at once.")])
+    failures = []
+    wanted = []
+    for index, identifier in enumerate(identifiers):
+        at = f"{pointer}/{index}"
+        if not isinstance(identifier, dict) or not isinstance(identifier.get("type"), str) \
+                or not isinstance(identifier.get("id"), str):
+            failures.append((at, "A resource identifier needs a string `type` and a string `id`."))
+            continue
+        if identifier["type"] != definition.type:
+            failures.append((f"{at}/type", f"Expected type {definition.type!r}."))
+            continue
+        try:
+            wanted.append((at, definition.parse_id(identifier["id"])))
+        except (TypeError, ValueError):
+            failures.append((f"{at}/id", f"No {definition.type} with id {identifier['id']!r}."))
+    found = {}
+    if wanted:
+        model = definition.model
+        id_column = getattr(model, definition.id_attribute)
+        statement = select(model).where(id_column.in_({resource_id for _at, resource_id in wanted}))
+        criterion = definition.visibility(request)
+        if criterion is not None:
+            statement = statement.where(criterion)
+        found = {getattr(entity, definition.id_attribute): entity for entity in request.dbsession.scalars(statement)}
+    for at, resource_id in wanted:
+        if resource_id not in found:
+            failures.append((f"{at}/id", f"No {definition.type} with id {str(resource_id)!r}."))
+    if failures:
+        raise ValidationFailed(failures)
+    return list({id(found[resource_id]): found[resource_id] for _at, resource_id in wanted}.values())
+
+
+# -- answering -----------------------------------------------------------------------------------
+
+def _definition(request, entity):
+    definition = get_registry(request).definition_for_model(type(entity))
+    if definition is None:
+        raise TypeError(f"{type(entity).__name__} is not a registered resource")
+    return definition
+
+
+def _loaded_one(request, entity, linkage: Iterable[str]):
+    definition = _definition(request, entity)
+    plan = parse_query(request, definition, collection=False)
+    loaded = Loaded(definition, [entity])
+    tree = dict(plan.include)
+    for name in linkage:  # relationships whose linkage the answer always shows
+        tree.setdefault(name, {})
+    load_includes(request, loaded, tree)
+    return definition, plan, loaded
+
+
+def item(request, entity, *, status: int = 200, headers: dict | None = None, linkage: Iterable[str] = ()):
+    """A document whose primary data is ``entity`` (``include`` and ``fields`` apply).
+    ``linkage``: relationships whose ``data`` is shown even when not included."""
+    _, plan, loaded = _loaded_one(request, entity, linkage)
+    return json_response(DocumentBuilder(request, plan).single(loaded), status=status, headers=headers)
+
+
+def created(request, entity, *, linkage: Iterable[str] = ()):
+    """201 with ``Location`` and the document of the new ``entity`` (flush first, so it has an id)."""
+    request.dbsession.flush()
+    definition, plan, loaded = _loaded_one(request, entity, linkage)
+    builder = DocumentBuilder(request, plan)
+    location = builder.url(definition, definition.identity(entity))
+    document = builder.single(loaded)
+    document["links"]["self"] = location
+    return json_response(document, status=201, headers={"Location": location})
+
+
+def collection(request, entities: list, *, status: int = 200, definition=None):
+    """A document whose primary data is ``entities`` (all of one type, in this order;
+    ``include`` and ``fields`` apply). ``definition`` is needed only when ``entities`` is empty
+    and the context is not the type's collection or item."""
+    if definition is None:
+        definition = _definition(request, entities[0]) if entities else request.context.definition
+    plan = parse_query(request, definition, collection=False)
+    loaded = Loaded(definition, list(entities))
+    load_includes(request, loaded, plan.include)
+    return json_response(DocumentBuilder(request, plan).collection(loaded), status=status)
+
+
+def includeme(config):
+    """The ``jsonapi_model`` view predicate and the ``add_jsonapi_operation`` directive."""
+    config.add_view_predicate("jsonapi_model", ResourceModelPredicate)
+    config.add_directive("add_jsonapi_operation", add_jsonapi_operation)
