@@ -92,7 +92,8 @@ def add_jsonapi_resource(config, model, **options):
     caller may see), ``filterable`` and ``sortable`` (paths; default every attribute, plus every
     relationship for filters), ``create`` and ``update`` (colander schemas for the attributes),
     ``client_ids`` (accept client-generated ids on create), ``writable`` (the attributes a client
-    may send; default the schema's), ``description`` (for the OpenAPI document).
+    may send; default the schema's), ``description`` (for the OpenAPI document), ``restricted``
+    (attribute -> ``request -> bool``: who may filter and sort by it, dotted paths included).
     """
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)
@@ -128,7 +129,10 @@ def includeme(config):
     config.add_request_method(_request_id, "request_id", reify=True)
     config.include(".errors")
     config.include(".views")
+    config.include(".operations")  # add_jsonapi_operation and its view predicate
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
+    # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
+    config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)

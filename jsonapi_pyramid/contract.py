@@ -65,6 +65,7 @@ class ResourceDefinition:
         id_format: str | None = None,
         description: str | None = None,
         writable: Iterable[str] | None = None,
+        restricted: dict[str, Callable] | None = None,
     ):
         self.model = model
         self.type = type or getattr(model, "__jsonapi_type__", None)
@@ -80,6 +81,8 @@ class ResourceDefinition:
         self.id_format = id_format
         self.description = description or (model.__doc__ or "").strip() or None
         self.writable = None if writable is None else tuple(writable)
+        #: attribute -> ``request -> bool``: who may filter or sort by it (also through dotted paths)
+        self.restricted = dict(restricted or {})
         # Resolved at commit:
         self.transformer_class: type[Transformer] | None = None
         self.relationships: RelationshipsCollection = RelationshipsCollection()
@@ -90,7 +93,7 @@ class ResourceDefinition:
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
-        self.operations: dict[tuple[str, str], Any] = {}  # (on, name) -> Operation
+        self.operations: dict[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
 
     def __repr__(self) -> str:
         return f"<ResourceDefinition {self.type!r} {self.model.__name__}>"
@@ -134,6 +137,9 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
+        for name in self.restricted:
+            if name not in self.attributes:
+                raise ConfigurationError(f"{model.__name__}: restricted field {name!r} is not an attribute")
         for field in self.available_metas:
             method = meta_method_name(field)
             if not callable(getattr(self.transformer_class, method, None)):

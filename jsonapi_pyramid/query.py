@@ -18,6 +18,7 @@ from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
+from .security import check_restricted_path
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
 
@@ -136,6 +137,8 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             if key not in {"number", "size", "after", "before"}:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
             page_values[key] = (name, value)
+    for path, parameter in [(t.path, t.parameter) for t in plan.filters] + [(k.path, "sort") for k in plan.sort]:
+        check_restricted_path(request, definition, path, parameter)
     if len(plan.filters) > settings["max_filters"]:
         raise BadRequest(f"At most {settings['max_filters']} filter parameters are allowed.", parameter="filter")
     if collection:
