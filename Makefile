@@ -34,3 +34,10 @@ test-sqlite: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var/*.sqlite *.egg-info
+
+# Benchmarks, by hand only (never part of `make test`): seeds bench/out/, serves the reference
+# service, the ceiling (bench/ceiling.py) and pyramid-jsonapi (bench/.peer-venv) on 127.0.0.1,
+# drives them with wrk (installed from the system's packages if missing), writes bench/RESULTS.md.
+# BENCH_SCALE, BENCH_DURATION, BENCH_DATABASE_URL, ...: see bench/run.py.
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
