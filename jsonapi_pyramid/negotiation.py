@@ -41,8 +41,10 @@ def bound_body(request, max_body_bytes: int) -> None:
     """Give a body without ``Content-Length`` one, reading at most ``max_body_bytes`` + 1 bytes.
 
     A longer body is cut there: its length then exceeds the limit and ``check_request`` answers
-    413; the rest is never read.
+    413; the rest is never read. A body within the limit is buffered in memory, not in a
+    temporary file (webob's default above 10 KiB, left for the garbage collector to close).
     """
+    request.request_body_tempfile_limit = max_body_bytes + 1
     if request.content_length is None and request.is_body_readable:
         request.body = request.body_file_raw.read(max_body_bytes + 1)
 
