@@ -26,4 +26,6 @@ def main(global_config, **settings):
         config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation
         config.include(".passwords")  # argon2 parameters from the settings
         config.include(".resources")  # the blog's resource types, their rules and permissions
+        config.include(".security")  # bearer tokens: the security policy and POST /api/tokens
+        config.include(".operations")  # custom operations: activating accounts
     return config.make_wsgi_app()

@@ -272,6 +272,9 @@ class Token(Base):
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
+    #: The clear secret, set only on the instance just created (never stored, never read back).
+    secret = None
+
     @classmethod
     def transformer(cls):
         return TokenTransformer()
@@ -282,4 +285,11 @@ class Token(Base):
 
 
 class TokenTransformer(Transformer):
-    attributes = ("createdAt", "expiresAt")
+    attributes = ("token", "createdAt", "expiresAt")
+    attribute_map = {"token": "secret"}
+
+    def transform(self, token, names):
+        attributes = super().transform(token, names)
+        if attributes.get("token", "") is None:
+            del attributes["token"]  # the secret is shown once, in the answer that creates it
+        return attributes

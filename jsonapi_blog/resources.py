@@ -4,6 +4,15 @@ from __future__ import annotations
 from sqlalchemy import false, or_
 
 from .models import Article, Comment, Role, Tag, Token, User, UserProfile
+from .security import (
+    article_acl,
+    comment_acl,
+    email_is_queryable,
+    profile_acl,
+    role_or_tag_acl,
+    token_acl,
+    user_acl,
+)
 
 
 def current_user_id(request):
@@ -52,22 +61,26 @@ ARTICLE_ATTRIBUTES = ("title", "body", "status", "createdAt", "updatedAt")
 def includeme(config):
     config.add_jsonapi_resource(
         User,
+        acl=user_acl,
+        restricted={"email": email_is_queryable},  # emails are hidden: no probing by filter or sort
         filterable=USER_ATTRIBUTES + ("roles", "articles", "profile"),
         sortable=USER_ATTRIBUTES,
     )
-    config.add_jsonapi_resource(Role)
+    config.add_jsonapi_resource(Role, acl=role_or_tag_acl)
     config.add_jsonapi_resource(
         Article,
+        acl=article_acl,
         visible=visible_articles,
         filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name"),
         sortable=ARTICLE_ATTRIBUTES + ("author.name",),
     )
     config.add_jsonapi_resource(
         Comment,
+        acl=comment_acl,
         visible=visible_comments,
         filterable=("body", "createdAt", "article", "author", "author.name", "author.email", "article.title"),
         sortable=("body", "createdAt"),
     )
-    config.add_jsonapi_resource(Tag)
-    config.add_jsonapi_resource(UserProfile, visible=visible_profiles, client_ids=True)
-    config.add_jsonapi_resource(Token, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))
+    config.add_jsonapi_resource(Tag, acl=role_or_tag_acl)
+    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True)
+    config.add_jsonapi_resource(Token, acl=token_acl, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))
