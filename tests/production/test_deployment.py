@@ -1,0 +1,117 @@
+"""Deployment: production.ini, DATABASE_URL, alembic from the ini files, models == migrations."""
+from __future__ import annotations
+
+import configparser
+import os
+import pathlib
+import subprocess
+import sys
+import uuid
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from pyramid.exceptions import ConfigurationError
+from pyramid.paster import get_appsettings
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
+
+from jsonapi_blog import main
+from jsonapi_blog.models import Base
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(sys.executable).parent
+
+
+def ini(name: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(ROOT / name)
+    return parser
+
+
+def test_production_ini_reads_the_database_only_from_the_environment():
+    app = ini("production.ini")["app:main"]
+    assert "sqlalchemy.url" not in app
+    assert int(app["retry.attempts"]) >= 2
+    assert app["sqlalchemy.pool_pre_ping"] == "true"
+    server = ini("production.ini")["server:main"]
+    # A request holds one connection: the pool covers every waitress thread.
+    assert int(app["sqlalchemy.pool_size"]) >= int(server["threads"]) >= 4
+    assert int(server["max_request_body_size"]) > int(app["jsonapi.max_body_bytes"])
+    for name in ("development.ini", "production.ini"):
+        assert int(ini(name)["app:main"]["retry.attempts"]) >= 2
+        assert ini(name)["alembic"]["script_location"] == "jsonapi_blog:migrations"
+
+
+def test_production_ini_without_database_url_refuses_to_start(monkeypatch):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    settings = get_appsettings(str(ROOT / "production.ini"))
+    with pytest.raises(ConfigurationError, match="DATABASE_URL"):
+        main({}, **settings)
+
+
+def test_pserve_production_ini_without_database_url_exits_with_a_clear_message():
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["PYTHONWARNINGS"] = "ignore"
+    result = subprocess.run([str(BIN / "pserve"), str(ROOT / "production.ini"), "http_port=1"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "No database configured: set the DATABASE_URL environment variable" in result.stderr
+
+
+def test_database_url_overrides_the_ini(monkeypatch, tmp_path):
+    url = f"sqlite:///{tmp_path}/from-env.sqlite"
+    monkeypatch.setenv("DATABASE_URL", url)
+    app = main({}, **{"sqlalchemy.url": "sqlite:///" + str(tmp_path / "from-ini.sqlite")})
+    try:
+        assert str(app.registry["db.engine"].url) == url
+    finally:
+        app.registry["db.engine"].dispose()
+
+
+@pytest.fixture
+def empty_database(backend, tmp_path):
+    """A new, empty database on the session's backend."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path}/alembic.sqlite"
+        return
+    server = make_url(os.environ.get("TEST_DATABASE_URL") or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    server = server.set(drivername="postgresql+psycopg")
+    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    name = f"jsonapi_alembic_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_alembic_upgrade_head_with_database_url(empty_database, backend):
+    """``alembic -c production.ini upgrade head`` on PostgreSQL, development.ini on SQLite."""
+    ini_name = "production.ini" if backend == "postgresql" else "development.ini"
+    env = {**os.environ, "DATABASE_URL": empty_database, "PYTHONWARNINGS": "ignore"}
+    result = subprocess.run([str(BIN / "alembic"), "-c", str(ROOT / ini_name), "upgrade", "head"], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert result.returncode == 0, result.stderr
+    engine = create_engine(empty_database)
+    try:
+        tables = set(inspect(engine).get_table_names())
+        assert set(Base.metadata.tables) <= tables
+        assert "alembic_version" in tables
+    finally:
+        engine.dispose()
+
+
+def test_models_and_migrations_agree(database_url):
+    """The session's database was built by the migrations; autogenerate finds nothing to add."""
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True, "compare_server_default": False})
+            differences = compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+    assert differences == []
