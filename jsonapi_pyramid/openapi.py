@@ -134,7 +134,7 @@ def _validators(node) -> list:
 def _described(schema: dict, node) -> dict:
     description = getattr(node, "description", "") or ""
     title = getattr(node, "raw_title", None)
-    if title:
+    if isinstance(title, str) and title:
         schema["title"] = str(title)
     if description:
         schema["description"] = str(description)
@@ -147,12 +147,15 @@ def node_required(node) -> bool:
 
 
 def node_nullable(node) -> bool:
-    """A node accepts JSON ``null`` when it says so (``nullable=True``) or its ``missing`` is None."""
-    return bool(getattr(node, "nullable", False)) or node.missing is None
+    """A node accepts JSON ``null`` when it is optional (``null`` counts as absent: dropped on
+    create, cleared on update) or says so with ``nullable=True``."""
+    return bool(getattr(node, "nullable", False)) or node.missing is not colander.required
 
 
 def colander_to_schema(node) -> dict:
     """The JSON Schema (OpenAPI 3.1 dialect) of a colander node: type, format, limits, enum."""
+    from .validation import Confirmed, Exists, RequiredWith, Unique, Url
+
     typ = node.typ
     schema: dict[str, Any]
     if isinstance(typ, colander.Mapping):
@@ -189,6 +192,7 @@ def colander_to_schema(node) -> dict:
     else:
         schema = {}
     kind = schema.get("type")
+    notes: list[str] = []
     for validator in _validators(node):
         if isinstance(validator, colander.Length):
             low, high = ("minItems", "maxItems") if kind == "array" else ("minLength", "maxLength")
@@ -209,19 +213,34 @@ def colander_to_schema(node) -> dict:
             schema.setdefault("items", {})["enum"] = list(validator.choices)
         elif isinstance(validator, colander.Email):
             schema["format"] = "email"
-        elif validator is colander.url:
+        elif validator is colander.url or isinstance(validator, Url):
             schema["format"] = "uri"
         elif validator is colander.uuid:
             schema["format"] = "uuid"
         elif isinstance(validator, colander.Regex):
             schema["pattern"] = validator.match_object.pattern
+        elif isinstance(validator, Unique):
+            notes.append("Unique: no other resource may have the same value.")
+        elif isinstance(validator, Exists):
+            notes.append("Must name an existing value.")
     if node.default is not colander.null and node.default is not colander.drop:
         default = _jsonable(node.default)
         if default is not None:
             schema["default"] = default
-    if node_nullable(node) and kind:
+    if node_nullable(node) and kind and isinstance(typ, colander.SchemaType) and not isinstance(typ, colander.Mapping):
         schema["type"] = [kind, "null"]
-    return _described(schema, node)
+    if isinstance(typ, colander.Mapping):
+        for validator in _validators(node):
+            if isinstance(validator, Confirmed) and validator.confirmation in schema["properties"]:
+                schema["properties"][validator.confirmation].setdefault(
+                    "description", f"Must equal `{validator.field}`; required when `{validator.field}` is sent.")
+            elif isinstance(validator, RequiredWith) and validator.field in schema["properties"]:
+                schema["properties"][validator.field].setdefault(
+                    "description", f"Required when {', '.join(f'`{o}`' for o in validator.others)} is sent.")
+    _described(schema, node)
+    if notes:
+        schema["description"] = " ".join(filter(None, [schema.get("description"), *notes]))
+    return schema
 
 
 def _jsonable(value):
@@ -232,20 +251,24 @@ def _jsonable(value):
     return None
 
 
-_EXAMPLE_TEXT = "Example text"
+_EXAMPLE_TEXT = {"create": ("Example text", "someone"), "update": ("Changed text", "someone.else")}
 
 
-def example_for(node):
+def example_for(node, variant: str = "create"):
     """A value that satisfies ``node``'s own rules (``example=`` on the node wins).
 
     Derived from the type and validators only, never from the name, so members with the same rules
-    get the same example (a password and its confirmation match)."""
+    get the same example (a password and its confirmation match). ``variant`` ``update`` gives
+    other texts than ``create``, so an update example does not collide with a unique value the
+    create example made."""
+    from .validation import Url
+
     explicit = getattr(node, "example", colander.null)
     if explicit is not colander.null:
         return explicit
     typ = node.typ
     if isinstance(typ, colander.Mapping):
-        return {child.name: example_for(child) for child in node.children}
+        return {child.name: example_for(child, variant) for child in node.children}
     validators = _validators(node)
     for validator in validators:
         if isinstance(validator, colander.OneOf) and validator.choices:
@@ -254,9 +277,9 @@ def example_for(node):
     if node.default is not colander.null and node.default is not colander.drop and _jsonable(node.default) is not None:
         return _jsonable(node.default)
     if isinstance(typ, (colander.Sequence, colander.List, colander.Set)):
-        return [example_for(node.children[0])] if node.children else []
+        return [example_for(node.children[0], variant)] if node.children else []
     if isinstance(typ, colander.Tuple):
-        return [example_for(child) for child in node.children]
+        return [example_for(child, variant) for child in node.children]
     if isinstance(typ, colander.Boolean):
         return True
     if isinstance(typ, (colander.Integer, colander.Float, colander.Decimal, colander.Number)):
@@ -270,11 +293,11 @@ def example_for(node):
         return "1990-01-31"
     if isinstance(typ, colander.Time):
         return "12:00:00"
-    text = _EXAMPLE_TEXT
+    text, mailbox = _EXAMPLE_TEXT[variant]
     for validator in validators:
         if isinstance(validator, colander.Email):
-            text = "someone@example.com"
-        elif validator is colander.url:
+            text = f"{mailbox}@example.com"
+        elif validator is colander.url or isinstance(validator, Url):
             text = "https://example.com/"
         elif validator is colander.uuid:
             text = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
@@ -356,6 +379,7 @@ class _Builder:
             for operation in self._custom_operations(definition):
                 self._custom_operation(definition, operation)
         self._publishing_paths()
+        self._other_views()
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
         document = {
             "openapi": OPENAPI_VERSION,
@@ -371,7 +395,8 @@ class _Builder:
             "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
             "tags": [
                 {"name": d.type, **({"description": d.description} if d.description else {})} for d in definitions
-            ] + [{"name": "documentation", "description": "This description and its reference page."}],
+            ] + [{"name": "documentation", "description": "This description and its reference page."},
+                 {"name": "service", "description": "Operational endpoints of the service."}],
             "paths": dict(sorted(self.paths.items())),
             "components": {
                 "schemas": self.schemas,
@@ -392,7 +417,7 @@ class _Builder:
         s = self.schemas
         s["JsonApi"] = {"type": "object", "properties": {"version": {"const": "1.1"}}, "required": ["version"]}
         s["Link"] = {"anyOf": [
-            {"type": "string", "format": "uri-reference"},
+            {"type": "string", "description": "A URL (query brackets may be left unencoded, as JSON:API writes them)."},
             {"type": "object", "properties": {"href": {"type": "string"}, "meta": {"type": "object"}}, "required": ["href"]},
             {"type": "null"},
         ]}
@@ -422,6 +447,13 @@ class _Builder:
             "type": "object",
             "properties": {name: _ref("schemas", "Link") for name in ("self", "related", "first", "prev", "next", "last")},
             "required": ["self"],
+        }
+        s["AnyDocument"] = {
+            "type": "object",
+            "properties": {"jsonapi": _ref("schemas", "JsonApi"), "data": {"type": ["object", "array", "null"]},
+                           "included": {"type": "array", "items": _ref("schemas", "Resource")},
+                           "links": _ref("schemas", "Links"), "meta": {"type": "object"}},
+            "required": ["jsonapi"],
         }
         s["Resource"] = {
             "description": "Any resource object (in `included`).",
@@ -544,10 +576,12 @@ class _Builder:
 
     def _request_schema(self, definition, kind: str, accepted: set, shown: set) -> None:
         T = definition.type
-        node = _instance(definition.create_schema if kind == "create" else definition.update_schema)
+        node = _attribute_schema_node(definition, kind)
         if node is not None:
             attributes = colander_to_schema(node)
             attributes.pop("default", None)
+            if kind == "update":  # PATCH: only what is sent is validated
+                attributes.pop("required", None)
             for name, schema in attributes.get("properties", {}).items():
                 if name not in shown:
                     schema["writeOnly"] = True
@@ -595,12 +629,16 @@ class _Builder:
         return names
 
     # -- examples -------------------------------------------------------------------------------
-    def request_example(self, definition, kind: str) -> dict:
-        node = _instance(definition.create_schema if kind == "create" else definition.update_schema)
+    def request_example(self, definition, kind: str) -> dict | None:
+        """A valid body for a create or update of ``definition`` (None when it has no schema:
+        then a client can send no attribute at all, and there is nothing to show)."""
+        node = _attribute_schema_node(definition, kind)
+        if node is None:
+            return None
         data: dict[str, Any] = {"type": definition.type}
         if kind == "update":
             data["id"] = _example_id(definition)
-        attributes = example_for(node) if node is not None else {}
+        attributes = example_for(node, kind) if node is not None else {}
         if attributes:
             data["attributes"] = attributes
         if kind == "create":
@@ -797,7 +835,13 @@ class _Builder:
         T = definition.type
         doc = lambda name, status_text: {"description": status_text, "content": {MEDIA_TYPE: {"schema": _ref("schemas", _camel(T, name))}}}  # noqa: E731
         key = (node, method)
-        if key == ("collection", "GET"):
+        replacement = (getattr(definition, "operations", None) or {}).get((node, "", method))
+        if replacement is not None:
+            op = self._custom(definition, replacement, node, method, path_params,
+                              (403, 404, 409, 422) if node == "item" else (403, 409, 422),
+                              operation_id=f"{T}.{node}.{method.lower()}",
+                              summary=f"{method} {path} ({T}'s own operation)")
+        elif key == ("collection", "GET"):
             op = self._operation(definition, method, permission, node, summary=f"List {T}", operation_id=f"{T}.list",
                                  parameters=self._read_parameters(definition, collection=True),
                                  responses={"200": doc("CollectionDocument", f"A page of `{T}`.")}, errors=())
@@ -806,7 +850,8 @@ class _Builder:
             response = doc("Document", f"The created `{T}`.")
             response["headers"] = location
             op = self._operation(definition, method, permission, node, summary=f"Create a {T} resource",
-                                 operation_id=f"{T}.create", parameters=[], responses={"201": response},
+                                 operation_id=f"{T}.create", responses={"201": response},
+                                 parameters=self._read_parameters(definition, collection=False),
                                  errors=(403, 409), body=_ref("schemas", _camel(T, "CreateRequest")),
                                  example=self.request_example(definition, "create"))
         elif key == ("item", "GET"):
@@ -816,7 +861,8 @@ class _Builder:
                                  responses={"200": doc("Document", f"The `{T}` resource.")}, errors=(404,))
         elif key == ("item", "PATCH"):
             op = self._operation(definition, method, permission, node, summary=f"Update a {T} resource",
-                                 operation_id=f"{T}.update", parameters=path_params,
+                                 operation_id=f"{T}.update",
+                                 parameters=path_params + self._read_parameters(definition, collection=False),
                                  responses={"200": doc("Document", f"The updated `{T}`.")}, errors=(404, 409),
                                  body=_ref("schemas", _camel(T, "UpdateRequest")),
                                  example=self.request_example(definition, "update"))
@@ -880,59 +926,72 @@ class _Builder:
 
     def _custom_operation(self, definition, operation) -> None:
         T = definition.type
-        on = str(getattr(operation, "on", "item"))
-        name = operation.name
-        methods = getattr(operation, "request_methods", None) or getattr(operation, "request_method", None) or ("POST",)
-        if isinstance(methods, str):
-            methods = (methods,)
-        permission = getattr(operation, "permission", Permission.UPDATE)
+        on, name, method = operation.on, operation.name, operation.request_method.upper()
+        if not name:  # replaces a standard operation: documented with the view table's rows
+            return
         if on == "item":
             path = f"{self.root}/{T}/{{id}}/{name}"
-            parameters = [self._param(f"id.{T}", {
-                "name": "id", "in": "path", "required": True, "description": f"The id of a `{T}` resource.",
-                "schema": self._id_schema(definition)})]
+            parameters = [self._id_param(definition)]
             node, errors = "item", (404, 409, 422)
         else:
             path = f"{self.root}/{T}/{name}"
             parameters, node, errors = [], "collection", (409, 422)
-        description = getattr(operation, "description", None) or (getattr(getattr(operation, "view", None), "__doc__", None) or "").strip() or None
-        for method in methods:
-            method = str(method).upper()
-            status = str(getattr(operation, "status", None) or 200)
-            response = self._custom_response(definition, operation, status)
-            body = example = None
-            if method in ("POST", "PATCH", "PUT"):
-                body, example = self._custom_body(definition, operation, on)
-            op = self._operation(definition, method, permission, node,
-                                 summary=getattr(operation, "summary", None) or f"{name} ({on} operation of {T})",
-                                 operation_id=f"{T}.{on}.{name}.{method.lower()}", parameters=parameters,
-                                 responses=response, errors=errors, body=body, example=example,
-                                 description=description)
-            self._add(path, method, op)
+        self._add(path, method, self._custom(definition, operation, node, method, parameters, errors,
+                                             operation_id=f"{T}.{on}.{name}.{method.lower()}",
+                                             summary=f"{name}: {on} operation of {T}"))
 
-    def _custom_response(self, definition, operation, status: str) -> dict:
-        if status == "204":
-            return {"204": {"description": "Done."}}
-        schema = getattr(operation, "response_schema", None)
-        if schema is None:
-            schema = {"type": "object", "properties": {"jsonapi": _ref("schemas", "JsonApi"), "links": _ref("schemas", "Links"),
-                                                       "meta": {"type": "object"}, "included": {"type": "array"}},
-                      "required": ["jsonapi"]}
-        return {status: {"description": "The operation's document.", "content": {MEDIA_TYPE: {"schema": schema}}}}
+    def _custom(self, definition, operation, node, method, parameters, errors, *, operation_id, summary) -> dict:
+        """An operation whose bodies the library cannot derive: generic JSON:API documents, unless
+        the view (or its ``validate``) carries an ``openapi`` dict of OpenAPI operation fields."""
+        description = operation.description or _doc(operation.view)
+        body = None
+        if operation.validate is not None and method in ("POST", "PATCH", "PUT", "DELETE"):
+            body = {"type": "object", "properties": {"data": {"type": ["object", "array"]}, "meta": {"type": "object"}},
+                    "required": ["data"]}
+            if _doc(operation.validate):
+                description = " ".join(filter(None, [description, "Body: " + _doc(operation.validate)]))
+        statuses = ("200", "201") if node == "collection" and method == "POST" else ("200",)
+        generic = {"description": "The operation's document.", "content": {MEDIA_TYPE: {"schema": _ref("schemas", "AnyDocument")}}}
+        op = self._operation(definition, method, operation.permission, node, summary=summary,
+                             operation_id=operation_id, parameters=parameters,
+                             responses={status: generic for status in statuses},
+                             errors=errors, body=body, description=description)
+        for annotated in (operation.validate, operation.view):
+            extra = getattr(annotated, "openapi", None)
+            if isinstance(extra, dict):
+                op.update(extra)
+        return op
 
-    def _custom_body(self, definition, operation, on: str):
-        schema_node = _instance(getattr(operation, "schema", None))
-        explicit = getattr(operation, "request_schema", None)
-        if explicit is not None:
-            return explicit, getattr(operation, "example", None)
-        if schema_node is not None:
-            attributes = colander_to_schema(schema_node)
-            body = {"type": "object", "properties": {"data": {"type": "object", "properties": {
-                "type": {"type": "string"}, "attributes": attributes}, "required": ["type", "attributes"]}},
-                "required": ["data"]}
-            return body, {"data": {"type": definition.type, "attributes": example_for(schema_node)}}
-        body = {"type": "object", "properties": {"data": {}, "meta": {"type": "object"}}}
-        return body, getattr(operation, "example", None)
+    def _id_param(self, definition) -> dict:
+        T = definition.type
+        return self._param(f"id.{T}", {
+            "name": "id", "in": "path", "required": True, "description": f"The id of a `{T}` resource.",
+            "schema": self._id_schema(definition)})
+
+    # -- views registered by other modules ------------------------------------------------------
+    def _other_views(self) -> None:
+        """Named views on the root or the api node (a health check, say) that nothing above
+        describes: found through Pyramid's introspector, documented by their docstrings."""
+        from .traversal import ApiRoot, Root
+
+        introspector = self.registry.introspector
+        for entry in introspector.get_category("views") or []:
+            view = entry["introspectable"]
+            context, name, methods = view["context"], view["name"], view["request_methods"]
+            if context not in (Root, ApiRoot) or not name or not methods or name in (DOCUMENT_VIEW, DOCS_VIEW):
+                continue
+            methods = (methods,) if isinstance(methods, str) else methods
+            path = (self.root if context is ApiRoot else "") + "/" + name
+            for method in methods:
+                if method == "HEAD":
+                    continue
+                callable_ = view["callable"]
+                self.paths.setdefault(path, {})[method.lower()] = {
+                    "tags": ["service"], "summary": (_doc(callable_) or name).split("\n")[0],
+                    "operationId": f"service.{_component_key(name)}.{method.lower()}", "security": [{}],
+                    "responses": {"200": {"description": "Success."}, "401": _ref("responses", "Unauthorized"),
+                                  "500": {"description": ERROR_STATUSES[500]}, "503": {"description": ERROR_STATUSES[503]}},
+                }
 
     # -- the publishing endpoints -----------------------------------------------------------------
     def _publishing_paths(self) -> None:
@@ -963,8 +1022,20 @@ def _security(public: bool | None) -> list:
     return [{}, {SECURITY_SCHEME: []}]
 
 
+def _doc(function) -> str | None:
+    text = (getattr(function, "__doc__", None) or "").strip()
+    return " ".join(text.split()) or None
+
+
 def _example_id(definition) -> str:
     return "3fa85f64-5717-4562-b3fc-2c963f66afa6" if definition.id_format == "uuid" else "1"
+
+
+def _attribute_schema_node(definition, kind: str):
+    """The colander schema of a create or update (an update without its own uses the create's)."""
+    if kind == "update" and definition.update_schema is not None:
+        return _instance(definition.update_schema)
+    return _instance(definition.create_schema)
 
 
 def _instance(schema):
