@@ -7,12 +7,18 @@ joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
 An application that manages its own sessions just provides ``request.dbsession`` itself.
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
-transaction each time): serialization failures and deadlocks (SQLSTATE class 40) always, since the
-database rolled the transaction back; a flush that found rows changed by a concurrent writer
-(``StaleDataError``); lost or refused connections (SQLSTATE classes 08 and 57P,
-and driver errors without a SQLSTATE) only when the failure came before COMMIT was sent, because
-after that the outcome is unknown and repeating a create could apply it twice. The last attempt's
-error is rendered: 503 with ``Retry-After`` for an unavailable database (``errors.py``).
+transaction each time):
+
+* always: serialization failures and deadlocks (SQLSTATE class 40), which the database rolled
+  back; unique and foreign key violations (23505, 23503), which a concurrent writer causes when
+  it wins a race: the next attempt sees its row and answers as if the requests had come one after
+  the other; a flush that found rows changed by a concurrent writer (``StaleDataError``);
+* lost or refused connections (SQLSTATE classes 08 and 57P, and driver errors without a
+  SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
+  and repeating a create could apply it twice.
+
+The last attempt's error is rendered: 409 for a constraint, 503 with ``Retry-After`` for an
+unavailable database (``errors.py``).
 
 ``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
 ``{"status": "ok", "database": "ok"}`` when ``SELECT 1`` works and 503 otherwise, as
@@ -37,10 +43,12 @@ __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view",
 
 log = logging.getLogger(__name__)
 
-#: SQLSTATE classes of errors that say nothing about the request itself: 40 = transaction
-#: rollback (40001 serialization failure, 40P01 deadlock), 08 = connection exception,
+#: SQLSTATEs of errors that say nothing about the request itself: 40 = transaction rollback
+#: (40001 serialization failure, 40P01 deadlock); 23505 unique and 23503 foreign key violation
+#: (a concurrent writer won the race: run again, the request sees the winner's row and answers
+#: as it would have one after the other; 409 after the last attempt), 08 = connection exception,
 #: 57P = operator intervention (57P01 admin shutdown / pg_terminate_backend, 57P03 cannot connect now).
-_ROLLED_BACK = ("40",)
+_ROLLED_BACK = ("40", "23505", "23503")
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
 

@@ -162,9 +162,17 @@ def test_a_database_that_stays_down_gives_503_after_the_bounded_attempts(tmp_pat
     assert len(calls) == 3
 
 
-def test_an_integrity_error_is_not_retried_and_gives_409(tmp_path):
+def test_a_lost_unique_race_is_retried_and_gives_409_after_the_last_attempt(tmp_path):
     calls = []
-    error = IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("duplicate key"))
+    errors = [IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("duplicate key")) for _ in range(3)]
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view(errors, calls))
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == 409 and len(calls) == 3
+
+
+def test_other_integrity_errors_are_not_retried(tmp_path):
+    calls = []
+    error = IntegrityError("INSERT", {}, psycopg.errors.NotNullViolation("null value"))
     app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view([error], calls))
     response = app.get("/probe", expect_errors=True)
     assert response.status_int == 409 and len(calls) == 1
@@ -185,7 +193,8 @@ def test_which_errors_are_transient():
     assert not is_transient_error(lost, commit_started=True)  # COMMIT may have landed: never twice
     serialization = operational(psycopg.errors.SerializationFailure("x"))
     assert is_transient_error(serialization, commit_started=True)  # the server rolled it back
-    assert not is_transient_error(IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("x")))
+    assert is_transient_error(IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("x")))
+    assert not is_transient_error(IntegrityError("INSERT", {}, psycopg.errors.CheckViolation("x")))
     assert not is_transient_error(DBAPIError("SELECT", {}, psycopg.errors.UndefinedTable("x")))
     assert not is_transient_error(ValueError("x"))
 
