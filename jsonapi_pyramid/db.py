@@ -182,6 +182,9 @@ def get_tm_session(session_factory, transaction_manager, request=None):
 def includeme(config):
     settings = config.get_settings()
     settings["tm.manager_hook"] = "pyramid_tm.explicit_manager"
+    # pyramid_tm would look the caller up (a database query) above the exception views, where a
+    # database error could not be rendered as a JSON:API 503; the views look it up when they need it.
+    settings.setdefault("tm.annotate_user", "false")
     settings.setdefault("retry.activate_hook", bound_unsized_body)
     config.include("pyramid_tm")
     config.include("pyramid_retry")

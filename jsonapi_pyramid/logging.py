@@ -59,9 +59,13 @@ def access_log_tween_factory(handler, registry):
         request_id = request.request_id
         try:
             response = handler(request)
-        except BaseException:
-            # Nothing rendered it (no exception view matched): the server answers 500.
-            _log(request, environ, started, 500, request_id, logging.INFO)
+        except Exception as exc:
+            # Nothing rendered it (no exception view matched): the server answers 500, unless
+            # pyramid_retry runs the request again.
+            if is_error_retryable(request, exc):
+                _log(request, environ, started, 500, request_id, logging.DEBUG, retried="yes")
+            else:
+                _log(request, environ, started, 500, request_id, logging.INFO)
             raise
         exc = getattr(request, "exception", None)
         if exc is not None and is_error_retryable(request, exc):
