@@ -164,3 +164,14 @@ def test_tokens_are_never_changed(api, blog):
     token_id = response.json["data"]["id"]
     document = {"data": {"type": "tokens", "id": token_id, "attributes": {"expiresAt": "2999-01-01T00:00:00Z"}}}
     api.patch_json(f"/api/tokens/{token_id}", document, headers={"Content-Type": JSONAPI, **headers}, status=403)
+
+
+def test_identity_costs_one_statement_per_request(api, blog, auth_headers, count_statements):
+    headers = auth_headers(blog["admin"])  # with a role: user, token and roles in one statement
+    url = "/api/roles?filter[name]=admin"
+    with count_statements() as anonymous:
+        api.get(url, status=200)
+    with count_statements() as authenticated:
+        document = api.get(url, headers=headers, status=200).json
+    assert len(authenticated) == len(anonymous) + 1
+    assert [r["attributes"]["name"] for r in document["data"]] == ["admin"]
