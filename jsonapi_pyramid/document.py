@@ -7,6 +7,7 @@ fieldsets) is worked out once per type per document.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from urllib.parse import quote, urlencode
 
 from pyramid.traversal import find_interface
@@ -18,6 +19,16 @@ from .query import QueryPlan
 __all__ = ["DocumentBuilder"]
 
 JSONAPI = {"version": "1.1"}
+
+
+def _linkage_builder(relationship):
+    """``value -> linkage data`` of one relationship (a list of identifiers, one, or None)."""
+    target = relationship.target_definition
+    type_name = target.type
+    get_id = attrgetter(target.id_attribute)
+    if relationship.many:
+        return lambda members: [{"type": type_name, "id": str(get_id(member))} for member in members]
+    return lambda value: None if value is None else {"type": type_name, "id": str(get_id(value))}
 
 
 def api_base(request) -> str:
@@ -39,13 +50,21 @@ class DocumentBuilder:
 
     # -- resource objects --------------------------------------------------------------------
     def _shape(self, definition: ResourceDefinition):
+        """What resources of ``definition``'s type show in this document, worked out once:
+        (transformer, attributes, relationships, per-relationship link suffixes and linkage
+        builders, the id getter, the type's URL prefix)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
             attributes = definition.attributes if wanted is None else tuple(a for a in definition.attributes if a in wanted)
             names = definition.relationships.names()
             relationships = names if wanted is None else tuple(r for r in names if r in wanted)
-            shape = (definition.new_transformer(self.request), attributes, relationships)
+            members = tuple(
+                (name, f"/relationships/{name}", f"/{name}", _linkage_builder(definition.relationships[name]))
+                for name in relationships
+            )
+            shape = (definition.new_transformer(self.request), attributes, relationships, members,
+                     attrgetter(definition.id_attribute), f"{self.base}{definition.type}/")
             self._shapes[definition.type] = shape
         return shape
 
@@ -53,32 +72,37 @@ class DocumentBuilder:
         return f"{self.base}{definition.type}/{resource_id}"
 
     def resource(self, definition: ResourceDefinition, entity, linkage: dict | None = None) -> dict:
-        transformer, attributes, relationships = self._shape(definition)
-        resource_id = definition.identity(entity)
-        url = f"{self.base}{definition.type}/{resource_id}"
-        obj = {"type": definition.type, "id": resource_id, "attributes": transformer.transform(entity, attributes)}
-        if relationships:
-            links = linkage.get((definition.type, resource_id)) if linkage else None
-            members = {}
-            for name in relationships:
-                member = {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
-                if links is not None and name in links:
-                    member["data"] = self._linkage_data(definition.relationships[name], links[name])
-                members[name] = member
-            obj["relationships"] = members
+        transformer, attributes, _names, members, get_id, prefix = self._shapes.get(definition.type) or self._shape(definition)
+        type_name = definition.type
+        resource_id = str(get_id(entity))
+        url = prefix + resource_id
+        obj = {"type": type_name, "id": resource_id, "attributes": transformer.transform(entity, attributes)}
+        if members:
+            links = linkage.get((type_name, resource_id)) if linkage else None
+            if links:
+                relationships = {}
+                for name, self_suffix, related_suffix, data in members:
+                    member = {"links": {"self": url + self_suffix, "related": url + related_suffix}}
+                    if name in links:
+                        member["data"] = data(links[name])
+                    relationships[name] = member
+            else:
+                relationships = {
+                    name: {"links": {"self": url + self_suffix, "related": url + related_suffix}}
+                    for name, self_suffix, related_suffix, _data in members
+                }
+            obj["relationships"] = relationships
         obj["links"] = {"self": url}
-        metas = self._metas.get(definition.type)
-        if metas:
-            meta = {field: values[entity] for field, values in metas.items() if entity in values}
-            if meta:
-                obj["meta"] = meta
+        if self._metas:
+            metas = self._metas.get(type_name)
+            if metas:
+                meta = {field: values[entity] for field, values in metas.items() if entity in values}
+                if meta:
+                    obj["meta"] = meta
         return obj
 
     def _linkage_data(self, relationship, value):
-        target = relationship.target_definition
-        if relationship.many:
-            return [{"type": target.type, "id": target.identity(member)} for member in value]
-        return None if value is None else {"type": target.type, "id": target.identity(value)}
+        return _linkage_builder(relationship)(value)
 
     def identifier(self, definition: ResourceDefinition, resource_id, with_link: bool = False) -> dict:
         resource_id = str(resource_id)

@@ -16,13 +16,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, not_, or_, select, true
+from sqlalchemy import and_, bindparam, func, not_, or_, select, true
 from sqlalchemy.orm import aliased
 
 from .contract import ResourceDefinition
 from .query import FilterTerm, QueryPlan
 
 __all__ = ["Loaded", "count_of"]
+
+#: One ``aliased(model)`` per model for the whole process. Building an alias costs milliseconds
+#: (more than the rest of a statement), and a stable alias keeps SQLAlchemy's statement cache warm.
+_OWNER_ALIASES: dict = {}
+#: Include statements by (owner model, relationship key): built once, the parent ids bound per read.
+_INCLUDE_STATEMENTS: dict = {}
+
+
+def _owner(model):
+    """The process-wide alias of ``model`` used as the owner side of relationship joins (an
+    alias, so a relationship from a model to itself joins two distinct tables)."""
+    alias = _OWNER_ALIASES.get(model)
+    if alias is None:
+        alias = _OWNER_ALIASES.setdefault(model, aliased(model))
+    return alias
 
 
 @dataclass
@@ -51,7 +66,7 @@ def collection_statement(request, definition: ResourceDefinition, plan: QueryPla
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
         parent_definition, relationship, parent_id = parent
-        owner = aliased(parent_definition.model)
+        owner = _owner(parent_definition.model)
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
             getattr(owner, parent_definition.id_attribute) == parent_id
         )
@@ -118,7 +133,7 @@ def count(request, statement) -> int:
 def load_related_one(request, parent_definition, relationship, parent_entity):
     """The target of a to-one relationship, or None (also when the caller may not see it)."""
     target = relationship.target_definition
-    owner = aliased(parent_definition.model)
+    owner = _owner(parent_definition.model)
     statement = (
         select(target.model)
         .select_from(owner)
@@ -146,21 +161,13 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
-        owner = aliased(definition.model)
-        owner_id = getattr(owner, definition.id_attribute)
-        statement = (
-            select(owner_id, target.model)
-            .select_from(owner)
-            .join(getattr(owner, relationship.prop.key))
-            .where(owner_id.in_(ids))
-            .order_by(owner_id, getattr(target.model, target.id_attribute))
-        )
+        statement = _include_statement(definition, relationship)
         criterion = target.visibility(request)
         if criterion is not None:
             statement = statement.where(criterion)
         by_parent: dict[Any, list] = {}
         children = []
-        for parent_id, child in request.dbsession.execute(statement):
+        for parent_id, child in request.dbsession.execute(statement, {"jsonapi_parent_ids": ids}):
             by_parent.setdefault(parent_id, []).append(child)
             key = (target.type, target.identity(child))
             if key not in seen:
@@ -172,6 +179,26 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             slot = loaded.linkage.setdefault((definition.type, definition.identity(parent)), {})
             slot[name] = members if relationship.many else (members[0] if members else None)
         _load_level(request, loaded, target, list({id(c): c for c in children}.values()), subtree, seen)
+
+
+def _include_statement(definition, relationship):
+    """``SELECT owner.id, target ... JOIN ... WHERE owner.id IN (:jsonapi_parent_ids)`` of one
+    relationship, built once per process (visibility is added per read)."""
+    key = (definition.model, relationship.prop.key)
+    statement = _INCLUDE_STATEMENTS.get(key)
+    if statement is None:
+        target = relationship.target_definition
+        owner = _owner(definition.model)
+        owner_id = getattr(owner, definition.id_attribute)
+        statement = (
+            select(owner_id, target.model)
+            .select_from(owner)
+            .join(getattr(owner, relationship.prop.key))
+            .where(owner_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+            .order_by(owner_id, getattr(target.model, target.id_attribute))
+        )
+        statement = _INCLUDE_STATEMENTS.setdefault(key, statement)
+    return statement
 
 
 # -- filters -------------------------------------------------------------------------------------
@@ -259,7 +286,7 @@ def count_of(relationship_name: str):
         definition = self.definition
         relationship = definition.relationships[relationship_name]
         target = relationship.target_definition
-        owner = aliased(definition.model)
+        owner = _owner(definition.model)
         owner_id = getattr(owner, definition.id_attribute)
         ids = list({getattr(entity, definition.id_attribute) for entity in entities})
         if not ids:
