@@ -223,12 +223,13 @@ def colander_to_schema(node) -> dict:
             notes.append("Unique: no other resource may have the same value.")
         elif isinstance(validator, Exists):
             notes.append("Must name an existing value.")
-    if node.default is not colander.null and node.default is not colander.drop:
-        default = _jsonable(node.default)
-        if default is not None:
-            schema["default"] = default
+    default = _jsonable(_input_default(node))
+    if default is not None:
+        schema["default"] = default
     if node_nullable(node) and kind and isinstance(typ, colander.SchemaType) and not isinstance(typ, colander.Mapping):
         schema["type"] = [kind, "null"]
+        if "enum" in schema:
+            schema["enum"] = schema["enum"] + [None]
     if isinstance(typ, colander.Mapping):
         for validator in _validators(node):
             if isinstance(validator, Confirmed) and validator.confirmation in schema["properties"]:
@@ -241,6 +242,14 @@ def colander_to_schema(node) -> dict:
     if notes:
         schema["description"] = " ".join(filter(None, [schema.get("description"), *notes]))
     return schema
+
+
+def _input_default(node):
+    """What an absent member becomes: ``missing`` when it is a value, else colander.null."""
+    missing = node.missing
+    if missing is colander.required or missing is colander.drop or missing is colander.null or missing is None:
+        return colander.null
+    return missing
 
 
 def _jsonable(value):
@@ -272,10 +281,10 @@ def example_for(node, variant: str = "create"):
     validators = _validators(node)
     for validator in validators:
         if isinstance(validator, colander.OneOf) and validator.choices:
-            default = node.default
+            default = _input_default(node)
             return default if default in validator.choices else list(validator.choices)[0]
-    if node.default is not colander.null and node.default is not colander.drop and _jsonable(node.default) is not None:
-        return _jsonable(node.default)
+    if _jsonable(_input_default(node)) is not None:
+        return _jsonable(_input_default(node))
     if isinstance(typ, (colander.Sequence, colander.List, colander.Set)):
         return [example_for(node.children[0], variant)] if node.children else []
     if isinstance(typ, colander.Tuple):
@@ -381,11 +390,12 @@ class _Builder:
         self._publishing_paths()
         self._other_views()
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
+        app_settings = getattr(self.registry, "settings", None) or {}
         document = {
             "openapi": OPENAPI_VERSION,
             "info": {
-                "title": self.settings.get("openapi_title") or "JSON:API",
-                "version": self.settings.get("openapi_version") or "1.0.0",
+                "title": app_settings.get("jsonapi.openapi_title") or "JSON:API",
+                "version": app_settings.get("jsonapi.openapi_version") or "1.0.0",
                 "description": (
                     "A JSON:API 1.1 service (https://jsonapi.org/format/1.1/). Every document is "
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
@@ -728,6 +738,8 @@ class _Builder:
             for operator in FILTER_OPERATORS:
                 if operator in _TEXT_FILTERS and (is_id or not is_text):
                     continue
+                if operator in _ORDER_FILTERS[2:] and value.get("type") == "boolean":
+                    continue  # true < false means nothing
                 if operator == "isnull":
                     schema = {"type": "boolean"}
                 elif operator in _LIST_FILTERS:
@@ -849,25 +861,25 @@ class _Builder:
             location = {"Location": {"description": "The URL of the new resource.", "schema": {"type": "string"}}}
             response = doc("Document", f"The created `{T}`.")
             response["headers"] = location
-            op = self._operation(definition, method, permission, node, summary=f"Create a {T} resource",
+            op = self._operation(definition, method, permission, node, summary=f"Create one of {T}",
                                  operation_id=f"{T}.create", responses={"201": response},
                                  parameters=self._read_parameters(definition, collection=False),
                                  errors=(403, 409), body=_ref("schemas", _camel(T, "CreateRequest")),
                                  example=self.request_example(definition, "create"))
         elif key == ("item", "GET"):
-            op = self._operation(definition, method, permission, node, summary=f"Show a {T} resource",
+            op = self._operation(definition, method, permission, node, summary=f"Show one of {T}",
                                  operation_id=f"{T}.show",
                                  parameters=path_params + self._read_parameters(definition, collection=False),
                                  responses={"200": doc("Document", f"The `{T}` resource.")}, errors=(404,))
         elif key == ("item", "PATCH"):
-            op = self._operation(definition, method, permission, node, summary=f"Update a {T} resource",
+            op = self._operation(definition, method, permission, node, summary=f"Update one of {T}",
                                  operation_id=f"{T}.update",
                                  parameters=path_params + self._read_parameters(definition, collection=False),
                                  responses={"200": doc("Document", f"The updated `{T}`.")}, errors=(404, 409),
                                  body=_ref("schemas", _camel(T, "UpdateRequest")),
                                  example=self.request_example(definition, "update"))
         elif key == ("item", "DELETE"):
-            op = self._operation(definition, method, permission, node, summary=f"Remove a {T} resource",
+            op = self._operation(definition, method, permission, node, summary=f"Remove one of {T}",
                                  operation_id=f"{T}.remove", parameters=path_params,
                                  responses={"204": {"description": "Removed."}}, errors=(404, 409))
         else:
@@ -884,14 +896,14 @@ class _Builder:
         common = dict(relationship=relationship)
         if related and method == "GET":
             op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Related {R} of a {T} resource", operation_id=f"{T}.{R}.related",
+                                 summary=f"Related {R} of one of {T}", operation_id=f"{T}.{R}.related",
                                  parameters=[id_param] + self._read_parameters(target, collection=relationship.many),
                                  responses={"200": doc("CollectionDocument" if relationship.many else "NullableDocument",
                                                        f"The related `{target.type}`.")}, errors=(404,))
         elif not related and method == "GET":
             parameters = [id_param] + (self._read_parameters(target, collection=True, include=False) if relationship.many else [])
             op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Linkage of {R} of a {T} resource", operation_id=f"{T}.{R}.linkage",
+                                 summary=f"Linkage of {R} of one of {T}", operation_id=f"{T}.{R}.linkage",
                                  parameters=parameters,
                                  responses={"200": doc("ToManyLinkageDocument" if relationship.many else "ToOneLinkageDocument",
                                                        "The resource identifiers.")}, errors=(404,))
@@ -899,7 +911,7 @@ class _Builder:
             verb = {"POST": "Add to", "PATCH": "Replace", "DELETE": "Remove from"}[method]
             example = {"data": [{"type": target.type, "id": _example_id(target)}]}
             op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"{verb} {R} of a {T} resource",
+                                 summary=f"{verb} {R} of one of {T}",
                                  operation_id=f"{T}.{R}.linkage.{method.lower()}", parameters=[id_param],
                                  responses={"200": doc("ToManyLinkageDocument", "The linkage after the change.")},
                                  errors=(404, 409), body=_ref("schemas", _camel(target.type, "ToManyLinkageRequest")),
@@ -907,7 +919,7 @@ class _Builder:
         elif not related and not relationship.many and method == "PATCH":
             example = {"data": {"type": target.type, "id": _example_id(target)}}
             op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Replace or clear {R} of a {T} resource",
+                                 summary=f"Replace or clear {R} of one of {T}",
                                  operation_id=f"{T}.{R}.linkage.patch", parameters=[id_param],
                                  responses={"204": {"description": "Changed."}}, errors=(404, 409),
                                  body=_ref("schemas", _camel(target.type, "ToOneLinkageRequest")), example=example)
