@@ -910,12 +910,18 @@ class _Builder:
         elif not related and relationship.many and method in ("POST", "PATCH", "DELETE"):
             verb = {"POST": "Add to", "PATCH": "Replace", "DELETE": "Remove from"}[method]
             example = {"data": [{"type": target.type, "id": _example_id(target)}]}
+            note = None
+            if method != "POST" and members_stay_linked(relationship):
+                note = (f"A member cannot leave `{R}`: its own link back is required (a foreign key that "
+                        f"cannot be null), so removing one is a 422; link it elsewhere instead.")
+                if method == "DELETE":
+                    example = None
             op = self._operation(definition, method, permission, node, **common,
                                  summary=f"{verb} {R} of one of {T}",
                                  operation_id=f"{T}.{R}.linkage.{method.lower()}", parameters=[id_param],
                                  responses={"200": doc("ToManyLinkageDocument", "The linkage after the change.")},
                                  errors=(404, 409), body=_ref("schemas", _camel(target.type, "ToManyLinkageRequest")),
-                                 example=example)
+                                 example=example, description=note)
         elif not related and not relationship.many and method == "PATCH":
             example = {"data": {"type": target.type, "id": _example_id(target)}}
             op = self._operation(definition, method, permission, node, **common,
@@ -1026,6 +1032,15 @@ class _Builder:
         if status == 503:
             response["headers"] = {"Retry-After": {"schema": {"type": "string"}, "description": "Seconds to wait."}}
         return response
+
+
+def members_stay_linked(relationship) -> bool:
+    """A one-to-many whose members' foreign key cannot be NULL: a member cannot be removed."""
+    from sqlalchemy.orm import RelationshipDirection
+
+    prop = relationship.prop
+    return (prop is not None and prop.direction is RelationshipDirection.ONETOMANY
+            and not all(remote.nullable for _local, remote in prop.local_remote_pairs))
 
 
 def _security(public: bool | None) -> list:
