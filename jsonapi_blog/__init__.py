@@ -19,8 +19,15 @@ def database_url(settings) -> str:
 
 
 def main(global_config, **settings):
-    """The paste entry point that ``pserve`` runs."""
+    """The paste entry point that ``pserve`` runs.
+
+    Secrets come from the environment, never from the ini file: ``DATABASE_URL``, and
+    ``JSONAPI_CURSOR_SECRET`` (overrides ``jsonapi.cursor_secret``: the key that signs pagination
+    cursors; give every process the same one, or a cursor made by one process is refused by another).
+    """
     settings["sqlalchemy.url"] = database_url(settings)
+    if os.environ.get("JSONAPI_CURSOR_SECRET"):
+        settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]
     with Configurator(settings=settings) as config:
         config.include("jsonapi_pyramid.db")  # engine, pyramid_tm, pyramid_retry, request.dbsession
         config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation

@@ -23,6 +23,7 @@ from .errors import (
     error_object,
 )
 from .loading import count_of
+from .negotiation import json_body
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer
@@ -127,6 +128,7 @@ def includeme(config):
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
     config.set_root_factory(Root)
     config.add_request_method(_request_id, "request_id", reify=True)
+    config.add_request_method(json_body, "json_body", reify=True)  # orjson: deep nesting is a ValueError
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate

@@ -2,8 +2,9 @@
 
 * ``start_servers(n, url)`` runs ``pserve`` on ``production.ini`` (loopback only, cheap password
   hashing) in ``n`` processes on free 127.0.0.1 ports with ``DATABASE_URL=url``, ready to serve;
-  they stop at the end of the test module.
+  they stop at the end of the session.
 * ``pg_url``: the session's PostgreSQL test database; tests using it skip on SQLite.
+* ``servers``: two such processes on ``pg_url``, shared by the tests of this directory.
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from prodtools import Server, production_test_ini
 from sqlalchemy.engine import make_url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def start_servers(tmp_path_factory):
-    """``start_servers(n, database_url) -> [Server]``, ready to serve; stopped after the module."""
+    """``start_servers(n, database_url) -> [Server]``, ready to serve; stopped after the session."""
     started: list[Server] = []
     tmp = tmp_path_factory.mktemp("servers")
     ini = production_test_ini(tmp)
@@ -38,3 +39,8 @@ def pg_url(database_url) -> str:
     return database_url
 
 
+
+
+@pytest.fixture(scope="session")
+def servers(start_servers, pg_url):
+    return start_servers(2, pg_url)

@@ -30,6 +30,8 @@ from jsonapi_blog.passwords import hash_password
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PSERVE = pathlib.Path(sys.executable).with_name("pserve")
 MEDIA_TYPE = "application/vnd.api+json"
+#: What an operator sets in every process's environment (README, "Deployment").
+CURSOR_SECRET = "test-cursor-secret-shared-by-all-processes"
 
 
 def free_port() -> int:
@@ -56,7 +58,8 @@ class Server:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        env = {**os.environ, "DATABASE_URL": database_url, "PYTHONWARNINGS": "ignore"}
+        env = {**os.environ, "DATABASE_URL": database_url, "PYTHONWARNINGS": "ignore",
+               "JSONAPI_CURSOR_SECRET": CURSOR_SECRET}
         self._log = open(log_path, "wb")
         self.process = subprocess.Popen([str(PSERVE), str(ini), f"http_port={self.port}"], env=env,
                                         stdout=self._log, stderr=subprocess.STDOUT, cwd=str(ROOT))

@@ -17,18 +17,12 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 from prodtools import call, make_account
 from sqlalchemy import func, select
 
 from jsonapi_blog.models import Article, Tag, User, article_tags
 
 CLIENTS = 24
-
-
-@pytest.fixture(scope="module")
-def servers(start_servers, pg_url):
-    return start_servers(2, pg_url)
 
 
 def at_once(servers, requests):
@@ -124,3 +118,18 @@ def test_no_traceback_in_the_server_logs(servers):
     for server in servers:
         assert "Traceback" not in server.log()
         assert " status=5" not in server.log()
+
+
+def test_a_cursor_from_one_process_is_honoured_by_another(servers, db):
+    """Cursors are signed with jsonapi.cursor_secret; with the same secret on every process
+    (JSONAPI_CURSOR_SECRET) a client may follow links.next through any of them."""
+    author, _headers = make_account(db, "pager@example.com")
+    db.add_all([Article(title=f"page {i}", body="b", status="published", user=author) for i in range(5)])
+    db.commit()
+    accept = {"Accept": 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'}
+    status, _h, first = call("GET", servers[0].base + "/api/articles?page[size]=2&sort=title", headers=accept)
+    assert status == 200 and [a["attributes"]["title"] for a in first["data"]] == ["page 0", "page 1"]
+    next_link = first["links"]["next"].replace(servers[0].base, servers[1].base)
+    status, _h, second = call("GET", next_link, headers=accept)
+    assert status == 200, second
+    assert [a["attributes"]["title"] for a in second["data"]] == ["page 2", "page 3"]
