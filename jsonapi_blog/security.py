@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass
 
 from pyramid.authorization import ALL_PERMISSIONS, Allow, Authenticated, Everyone
+from pyramid.exceptions import ConfigurationError
 from sqlalchemy import select
 
 from jsonapi_pyramid.errors import Unauthorized, ValidationFailed
@@ -257,7 +258,14 @@ def create_token(context, request, credentials) -> object:
 def includeme(config):
     """The bearer-token policy and the token endpoint."""
     settings = config.get_settings()
-    settings["blog.token_ttl"] = dt.timedelta(hours=float(settings.get("blog.token_ttl_hours", 24)))
+    raw = settings.get("blog.token_ttl_hours", 24)
+    try:
+        hours = float(raw)
+    except (TypeError, ValueError):
+        hours = 0
+    if not hours > 0:
+        raise ConfigurationError(f"blog.token_ttl_hours must be a positive number, not {raw!r}")
+    settings["blog.token_ttl"] = dt.timedelta(hours=hours)
     config.set_security_policy(BearerTokenPolicy(find_identity))
     # POST /api/tokens is not a plain create: it replaces the generic one for tokens only.
     config.add_jsonapi_operation(Token, "", create_token, on="collection", request_method="POST",

@@ -436,9 +436,14 @@ def test_linking_to_a_hidden_draft_is_like_linking_to_nothing(send, blog, caller
         hidden, absent = response.json["errors"], missing.json["errors"]
         assert [e["source"] for e in hidden] == [e["source"] for e in absent]
         assert hidden[0]["detail"].replace(str(blog["draft"].id), "N") == absent[0]["detail"].replace("999999", "N")
-    # nor through a relationship endpoint
-    tag_url = f"/api/tags/{blog['tags']['pyramid'].id}/relationships/articles"
-    send("post", tag_url, {"data": [ref("articles", blog["draft"])]}, callers["admin"], status=200)
+    # nor through a relationship endpoint: moving one's own comment onto the draft
+    mine = send("post", "/api/comments", comment_on(str(blog["hello"].id)), callers[caller], status=201).json["data"]
+    url = f"/api/comments/{mine['id']}/relationships/article"
+    moved = send("patch", url, {"data": ref("articles", blog["draft"])}, callers[caller],
+                 status=422 if status == 422 else 204)
+    if status == 422:
+        missing = send("patch", url, {"data": {"type": "articles", "id": "999999"}}, callers[caller], status=422)
+        assert [e["source"] for e in moved.json["errors"]] == [e["source"] for e in missing.json["errors"]]
 
 
 # -- emails are not probed -----------------------------------------------------------------------

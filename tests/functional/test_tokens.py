@@ -175,3 +175,13 @@ def test_identity_costs_one_statement_per_request(api, blog, auth_headers, count
         document = api.get(url, headers=headers, status=200).json
     assert len(authenticated) == len(anonymous) + 1
     assert [r["attributes"]["name"] for r in document["data"]] == ["admin"]
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-2"])
+def test_token_lifetime_setting_is_checked_at_start_up(tmp_path, value):
+    from pyramid.exceptions import ConfigurationError
+
+    from jsonapi_blog import main
+
+    with pytest.raises(ConfigurationError, match="blog.token_ttl_hours"):
+        main({}, **{"sqlalchemy.url": f"sqlite:///{tmp_path / 'x.sqlite'}", "blog.token_ttl_hours": value})
