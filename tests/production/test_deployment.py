@@ -89,14 +89,23 @@ def empty_database(backend, tmp_path):
         admin.dispose()
 
 
-def test_alembic_upgrade_head_with_database_url(empty_database, backend):
-    """``alembic -c production.ini upgrade head`` on PostgreSQL, development.ini on SQLite."""
-    ini_name = "production.ini" if backend == "postgresql" else "development.ini"
-    env = {**os.environ, "DATABASE_URL": empty_database, "PYTHONWARNINGS": "ignore"}
-    result = subprocess.run([str(BIN / "alembic"), "-c", str(ROOT / ini_name), "upgrade", "head"], env=env,
-                            capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+def test_alembic_upgrade_head_with_database_url(empty_database, backend, tmp_path):
+    """``alembic -c production.ini upgrade head`` with DATABASE_URL on PostgreSQL; on SQLite,
+    ``alembic -c development.ini upgrade head`` without it (the ini's own sqlalchemy.url)."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if backend == "postgresql":
+        config, url = ROOT / "production.ini", empty_database
+        env["DATABASE_URL"] = url
+    else:
+        config = tmp_path / "development.ini"  # %(here)s/var/blog.sqlite, under tmp_path
+        config.write_text((ROOT / "development.ini").read_text())
+        (tmp_path / "var").mkdir()
+        url = f"sqlite:///{tmp_path}/var/blog.sqlite"
+        env.pop("DATABASE_URL", None)
+    result = subprocess.run([str(BIN / "alembic"), "-c", str(config), "upgrade", "head"], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    engine = create_engine(empty_database)
+    engine = create_engine(url)
     try:
         tables = set(inspect(engine).get_table_names())
         assert set(Base.metadata.tables) <= tables
