@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Callable
 
 __all__ = ["Transformer", "meta_method_name", "snake_case"]
@@ -32,6 +32,37 @@ def snake_case(name: str) -> str:
 def meta_method_name(field: str) -> str:
     """The method computing meta field ``field``: ``commentsCount`` -> ``meta_comments_count``."""
     return "meta_" + snake_case(field)
+
+
+#: (entity class, attribute names) -> a reader of the values from the instance ``__dict__``, or None.
+_FAST_READERS: dict = {}
+_UNKNOWN = object()
+
+
+def _fast_reader(transformer: "Transformer", entity_class: type, names: tuple):
+    """One C call that reads every named value of a loaded SQLAlchemy instance from its
+    ``__dict__`` (what the attribute descriptors return for loaded column attributes), skipping a
+    descriptor call per attribute. Only when every name maps to a plain column attribute of the
+    class's mapper; otherwise None and attributes are read with ``getattr``."""
+    from sqlalchemy import inspect
+    from sqlalchemy.orm import ColumnProperty
+
+    mapper = inspect(entity_class, raiseerr=False)
+    if mapper is None or not names or not hasattr(mapper, "attrs"):
+        return None
+    keys = []
+    for name in names:
+        if name not in transformer._getters:
+            return None
+        key = transformer.entity_attribute(name)
+        prop = mapper.attrs.get(key)
+        if not isinstance(prop, ColumnProperty) or getattr(entity_class, key, None) is None:
+            return None
+        keys.append(key)
+    if len(keys) == 1:
+        only = keys[0]
+        return lambda state: (state[only],)
+    return itemgetter(*keys)
 
 
 class Transformer:
@@ -62,6 +93,16 @@ class Transformer:
     def transform(self, entity: Any, names: Iterable[str]) -> dict[str, Any]:
         """The ``attributes`` object of ``entity``, restricted to ``names`` (already filtered by
         sparse fieldsets). Override to hide or add values; call ``super()`` for the rest."""
+        if type(names) is tuple:
+            key = (type(entity), names)
+            fast = _FAST_READERS.get(key, _UNKNOWN)
+            if fast is _UNKNOWN:
+                fast = _FAST_READERS.setdefault(key, _fast_reader(self, type(entity), names))
+            if fast is not None:
+                try:
+                    return dict(zip(names, fast(entity.__dict__)))
+                except KeyError:  # an attribute not loaded (expired or deferred): read it the ORM's way
+                    pass
         getters = self._getters
         return {name: getters[name](entity) for name in names}
 
