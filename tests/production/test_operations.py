@@ -230,3 +230,31 @@ def test_a_real_serialization_failure_is_retried(database_url, backend, tmp_path
     assert attempts == [0, 1]
     db.expire_all()
     assert db.get(Tag, tag.id).name == "attempt-1"
+
+
+def test_a_connection_lost_during_commit_is_not_retried(tmp_path):
+    """Before COMMIT a lost connection is retried; once COMMIT was sent it is not (the write may
+    have landed): 503 after one attempt."""
+    from sqlalchemy import event, text
+    from zope.sqlalchemy import mark_changed
+
+    calls = []
+
+    def view(request):
+        calls.append(request.environ["retry.attempt"])
+        session = request.dbsession
+        session.execute(text("CREATE TABLE IF NOT EXISTS probe (x INTEGER)"))
+        session.execute(text("INSERT INTO probe VALUES (1)"))
+        mark_changed(session)  # raw SQL: tell zope.sqlalchemy there is something to commit
+
+        @event.listens_for(session, "before_commit")
+        def lose_connection(_session):
+            raise DBAPIError("COMMIT", {}, psycopg.OperationalError("server closed the connection"),
+                             connection_invalidated=True)
+
+        return Response("done")
+
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", view)
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == 503
+    assert calls == [0]
