@@ -5,6 +5,7 @@ Turn it on with ``config.include("jsonapi_pyramid")``, then register each model 
 """
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from pyramid.exceptions import ConfigurationError
@@ -59,6 +60,9 @@ DEFAULTS = {
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
     "expose_errors": False,
+    # HMAC key of pagination cursors; empty: a random one per process (set it when several
+    # processes serve the API, or cursors made by one are refused by the others).
+    "cursor_secret": "",
 }
 
 #: The order of the action that resolves every declaration: after all registrations (order 0).
@@ -80,6 +84,8 @@ def parse_settings(settings) -> dict:
                 raise ConfigurationError(f"jsonapi.{key} must be at least 1")
         else:
             parsed[key] = str(raw)
+    if not parsed["cursor_secret"]:
+        parsed["cursor_secret"] = secrets.token_urlsafe(32)
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed

@@ -34,7 +34,7 @@ TOTAL_COUNT = "totalCount"
 
 
 def _parse_int(value: str) -> int:
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise ValueError(value)
     return int(value)
 

@@ -148,10 +148,30 @@ class DocumentBuilder:
         self.compute_metas(loaded)
         data = [self.resource(loaded.definition, entity, loaded.linkage) for entity in loaded.primary]
         links = {"self": self.request.url, **(extra_links or {}), **self.page_links(loaded)}
-        return self._top(data, loaded, links, self.total_meta(loaded.total))
+        document = self._top(data, loaded, links, self.total_meta(loaded.total))
+        return self.apply_cursors(document, loaded)
 
     def total_meta(self, total: int | None) -> dict | None:
         return {"totalCount": total} if total is not None else None
+
+    @staticmethod
+    def apply_cursors(document: dict, loaded: Loaded) -> dict:
+        """Cursor pagination: the profile in ``jsonapi.profile`` (``json_response`` puts it in the
+        ``Content-Type`` too), an item cursor in each item's ``meta.page.cursor`` and the
+        pagination metadata (``rangeTruncated``, ``total``) in the top-level ``meta.page``."""
+        cursors = loaded.cursors
+        if cursors is None:
+            return document
+        document["jsonapi"] = {**document["jsonapi"], "profile": [cursors.profile]}
+        for item, cursor in zip(document["data"], cursors.item_cursors):
+            item.setdefault("meta", {})["page"] = {"cursor": cursor}
+        page_meta = dict(cursors.meta)
+        if loaded.total is not None:
+            page_meta["total"] = loaded.total
+        if page_meta:
+            meta = document.pop("meta", {})
+            document["meta"] = {**meta, "page": page_meta}
+        return document
 
     def page_links(self, loaded: Loaded) -> dict:
         """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
@@ -160,7 +180,7 @@ class DocumentBuilder:
         if page is None:
             return {}
         if loaded.cursors is not None:
-            return loaded.cursors
+            return loaded.cursors.links
         base = self.request.path_url
         kept = [(k, v) for k, v in self.request.GET.items() if k != "page[number]"]
 

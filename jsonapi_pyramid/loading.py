@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, not_, or_, select, true
-from sqlalchemy.orm import aliased
+from sqlalchemy import and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy.orm import MANYTOONE, aliased
 
 from .contract import ResourceDefinition
+from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import FilterTerm, QueryPlan
 
 __all__ = ["Loaded", "count_of"]
@@ -53,7 +54,8 @@ class Loaded:
     linkage: dict = field(default_factory=dict)
     #: included entities in first-seen order, as (definition, entity)
     included: list = field(default_factory=list)
-    cursors: Any = None
+    #: cursor pagination: links, pagination metadata and item cursors (None for page pagination)
+    cursors: CursorPage | None = None
 
 
 # -- collections ---------------------------------------------------------------------------------
@@ -62,6 +64,12 @@ def collection_statement(request, definition: ResourceDefinition, plan: QueryPla
     """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
     paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
     of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
+    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
+    return statement.order_by(*(key.clause() for key in keys))
+
+
+def _collection_parts(request, definition, plan, *, parent=None, columns=None) -> tuple[Any, list[OrderKey]]:
+    """The unordered statement of ``collection_statement`` and its order keys (id last)."""
     model = definition.model
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
@@ -75,54 +83,78 @@ def collection_statement(request, definition: ResourceDefinition, plan: QueryPla
         statement = statement.where(criterion)
     for term in plan.filters:
         statement = statement.where(filter_criterion(request, definition, term))
-    statement, order = _apply_sort(definition, plan, statement)
-    return statement.order_by(*order)
+    return _apply_sort(request, definition, plan, statement)
 
 
-def _apply_sort(definition, plan, statement):
-    order = []
+def _apply_sort(request, definition, plan, statement):
+    """Order keys of ``plan.sort`` plus the id as the last tie-breaker. A path through to-one
+    relationships is an outer join (rows without a visible related row sort as NULL: nothing is
+    dropped, and a to-one join cannot duplicate)."""
+    keys = []
     joined = set()
     for key in plan.sort:
         current = definition
+        through = False
         for name in key.path[:-1]:
             relationship = current.relationships[name]
             target = relationship.target_definition
             if (current.type, name) not in joined:
                 on = getattr(current.model, relationship.prop.key)
-                statement = statement.outerjoin(on)
+                visible = target.visibility(request)
+                statement = statement.outerjoin(on if visible is None else on.and_(visible))
                 joined.add((current.type, name))
             current = target
-        attribute = key.path[-1]
-        column = getattr(current.model, current.id_attribute if attribute == "id" else current.entity_attribute(attribute))
-        order.append(column.desc() if key.descending else column.asc())
-    id_column = getattr(definition.model, definition.id_attribute)
+            through = True
+        attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
+        column = getattr(current.model, attribute)
+        nullable = through or bool(inspect(current.model).attrs[attribute].columns[0].nullable)
+        keys.append(OrderKey(column, key.descending, nullable))
     if not any(key.path == ("id",) for key in plan.sort):
-        order.append(id_column.asc())
-    return statement, order
+        keys.append(OrderKey(getattr(definition.model, definition.id_attribute)))
+    return statement, keys
 
 
 def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None) -> Loaded:
     """The primary rows of a collection read: one page, plus the count when asked for."""
-    session = request.dbsession
-    statement = collection_statement(request, definition, plan, parent=parent)
+    model = definition.model
     page = plan.page
-    offset = (page.number - 1) * page.size
-    rows = session.scalars(statement.offset(offset).limit(page.size + 1)).all()
-    loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
+    if page.cursor:
+        statement, keys = _collection_parts(request, definition, plan, parent=parent,
+                                            columns=(model, *(key.column for key in keys_of(request, definition, plan))))
+        rows, cursors = load_cursor_page(request, statement, keys, plan, 1)
+        loaded = Loaded(definition, rows, cursors=cursors)
+    else:
+        statement = collection_statement(request, definition, plan, parent=parent)
+        offset = (page.number - 1) * page.size
+        rows = request.dbsession.scalars(statement.offset(offset).limit(page.size + 1)).all()
+        loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
-        loaded.total = count(request, statement)
+        loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
     return loaded
 
 
-def load_linkage_page(request, definition, plan, *, parent) -> tuple[list, bool, int | None]:
-    """Ids of the members of a to-many relationship the caller may see: one page (and a count)."""
-    session = request.dbsession
+def keys_of(request, definition, plan) -> list[OrderKey]:
+    """The order keys of a collection read (what a cursor carries)."""
+    return _apply_sort(request, definition, plan, select(definition.model))[1]
+
+
+def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
+    """Ids of the members of a to-many relationship the caller may see: one page (and a count),
+    as a ``Loaded`` whose ``primary`` holds the ids."""
     id_column = getattr(definition.model, definition.id_attribute)
-    statement = collection_statement(request, definition, plan, parent=parent, columns=(id_column,))
     page = plan.page
-    ids = session.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
-    total = count(request, statement) if plan.wants_total(definition.type) else None
-    return ids[: page.size], len(ids) > page.size, total
+    if page.cursor:
+        columns = (id_column, *(key.column for key in keys_of(request, definition, plan)))
+        statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
+        ids, cursors = load_cursor_page(request, statement, keys, plan, 1)
+        loaded = Loaded(definition, ids, cursors=cursors)
+    else:
+        statement = collection_statement(request, definition, plan, parent=parent, columns=(id_column,))
+        ids = request.dbsession.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
+        loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
+    if plan.wants_total(definition.type):
+        loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent, columns=(id_column,))[0])
+    return loaded
 
 
 def count(request, statement) -> int:
@@ -207,7 +239,12 @@ def _escape_like(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _compare(column, operator: str, value):
+#: Operators whose answer through a relationship is "no visible related resource matches" (the
+#: exact complement of their positive counterpart), and those counterparts.
+_NEGATIVE = {"ne": "eq", "nin": "in"}
+
+
+def _compare(column, operator: str, value, dialect: str):
     if operator == "eq":
         return column == value
     if operator == "ne":
@@ -225,10 +262,14 @@ def _compare(column, operator: str, value):
     if operator == "nin":
         return or_(column.not_in(value), column.is_(None))
     if operator == "contains":
+        if dialect == "sqlite":  # SQLite's LIKE ignores ASCII case: compare exactly
+            return func.instr(column, value) > 0
         return column.like(f"%{_escape_like(value)}%", escape="\\")
     if operator == "icontains":
         return func.lower(column).like(f"%{_escape_like(value.lower())}%", escape="\\")
     if operator == "startswith":
+        if dialect == "sqlite":
+            return func.substr(column, 1, len(value)) == value
         return column.like(f"{_escape_like(value)}%", escape="\\")
     if operator == "isnull":
         return column.is_(None) if value else column.is_not(None)
@@ -239,35 +280,59 @@ def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm):
     """SQL for one filter term. Paths through relationships become EXISTS (``has``/``any``) with
     the target's visibility inside, so rows are never duplicated and hidden rows never match.
 
-    Through relationships, ``ne`` and ``nin`` mean "no related resource matches" and ``isnull``
-    on a relationship means "has no (visible) related resource"."""
-    return _criterion(request, definition, term.path, term.operator, term.value)
+    Through relationships, the positive operators ask whether some visible related resource
+    matches; the negative ones (``ne``, ``nin``, ``isnull=true``) are the exact complement of
+    their positive counterpart (``eq``, ``in``, ``isnull=false``): "no visible related resource
+    matches". ``isnull`` on a relationship itself asks whether there is no visible related one."""
+    dialect = request.dbsession.get_bind().dialect.name
+    operator, value = term.operator, term.value
+    foreign_key = _local_foreign_key(request, definition, term.path)
+    if foreign_key is not None:  # same answers as the EXISTS below, without the subquery
+        return _compare(foreign_key, operator, value, dialect)
+    if definition.relationships.get(term.path[0]) is not None:
+        if operator in _NEGATIVE:
+            return not_(_criterion(request, definition, term.path, _NEGATIVE[operator], value, dialect))
+        if operator == "isnull" and value:
+            return not_(_criterion(request, definition, term.path, "isnull", False, dialect))
+    return _criterion(request, definition, term.path, operator, value, dialect)
 
 
-def _criterion(request, definition, path, operator, value):
+def _local_foreign_key(request, definition, path):
+    """The owner's foreign key column when ``path`` is one to-one relationship held by a foreign
+    key on the owner's table, to a target without a visibility rule (comparing the key then
+    answers exactly what comparing the related id does); else None."""
+    if len(path) != 1:
+        return None
+    relationship = definition.relationships.get(path[0])
+    if relationship is None or relationship.many:
+        return None
+    target = relationship.target_definition
+    prop = relationship.prop
+    if prop.direction is not MANYTOONE or target.visibility(request) is not None:
+        return None
+    pairs = prop.local_remote_pairs
+    if len(pairs) != 1 or pairs[0][1] is not target.id_column:
+        return None
+    return pairs[0][0]
+
+
+def _criterion(request, definition, path, operator, value, dialect):
     head, rest = path[0], path[1:]
     relationship = definition.relationships.get(head)
     if relationship is None:
         attribute = definition.id_attribute if head == "id" else definition.entity_attribute(head)
-        return _compare(getattr(definition.model, attribute), operator, value)
+        return _compare(getattr(definition.model, attribute), operator, value, dialect)
     target = relationship.target_definition
     accessor = getattr(definition.model, relationship.prop.key)
     exists = accessor.any if relationship.many else accessor.has
     visible = target.visibility(request)
     visible = visible if visible is not None else true()
-    if not rest:  # the relationship itself: compare the related id
+    if not rest:  # the relationship itself: compare the related id (isnull=false: there is one)
         if operator == "isnull":
-            found = exists(visible)
-            return not_(found) if value else found
+            return exists(visible)
         id_column = getattr(target.model, target.id_attribute)
-        if operator in ("ne", "nin"):
-            positive = "eq" if operator == "ne" else "in"
-            return not_(exists(and_(_compare(id_column, positive, value), visible)))
-        return exists(and_(_compare(id_column, operator, value), visible))
-    if operator in ("ne", "nin"):
-        positive = "eq" if operator == "ne" else "in"
-        return not_(exists(and_(_criterion(request, target, rest, positive, value), visible)))
-    return exists(and_(_criterion(request, target, rest, operator, value), visible))
+        return exists(and_(_compare(id_column, operator, value, dialect), visible))
+    return exists(and_(_criterion(request, target, rest, operator, value, dialect), visible))
 
 
 # -- metas ---------------------------------------------------------------------------------------

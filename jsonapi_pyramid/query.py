@@ -18,6 +18,7 @@ from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
+from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .security import check_restricted_path
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
@@ -26,9 +27,13 @@ FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains
 _LIST_OPERATORS = {"in", "nin"}
 _TEXT_OPERATORS = {"contains", "icontains", "startswith"}
 
+_FAMILIES = ("include", "fields", "sort", "filter", "page", "meta")
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
-# JSON:API 1.1: implementation-specific parameters have at least one character outside a-z.
+# JSON:API 1.1: the base name of a family (before any "[") of implementation-specific parameters
+# has at least one character outside a-z; an all a-z base name is reserved for the specification.
 _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 
@@ -53,10 +58,13 @@ class Page:
     size: int = 20
     after: str | None = None
     before: str | None = None
+    #: the request's Accept asks for the cursor pagination profile (a cursor walk's first page)
+    profile: bool = False
 
     @property
     def cursor(self) -> bool:
-        return self.after is not None or self.before is not None
+        """Cursor (keyset) pagination rather than page numbers."""
+        return self.after is not None or self.before is not None or self.profile
 
 
 @dataclass
@@ -95,15 +103,24 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     plan = QueryPlan()
     seen = set()
     page_values = {}
-    for name, value in request.GET.items():
+    try:
+        items = list(request.GET.items())
+    except UnicodeDecodeError:
+        raise BadRequest("The query string is not valid UTF-8.", parameter="query") from None
+    for name, value in items:
         if name in seen:
             raise BadRequest(f"Parameter {name!r} is given more than once.", parameter=name)
         seen.add(name)
-        match = _FAMILY.match(name)
-        if match is None or match["family"] not in {"include", "fields", "sort", "filter", "page", "meta"}:
-            if _IMPLEMENTATION_SPECIFIC.search(name) and not name.startswith(("include", "fields", "sort", "filter", "page", "meta")):
+        base_name = name.split("[", 1)[0]
+        if base_name not in _FAMILIES:
+            if _IMPLEMENTATION_SPECIFIC.search(base_name):
                 continue  # implementation-specific: ignored, as JSON:API 1.1 allows
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
+        match = _FAMILY.match(name)
+        if match is None:
+            raise BadRequest(f"Malformed parameter {name!r}.", parameter=name)
+        if "\x00" in value:
+            raise BadRequest(f"{name!r} must not contain NUL characters.", parameter=name)
         family, key, op = match["family"], match["key"], match["op"]
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
@@ -142,7 +159,9 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     if len(plan.filters) > settings["max_filters"]:
         raise BadRequest(f"At most {settings['max_filters']} filter parameters are allowed.", parameter="filter")
     if collection:
-        plan.page = _parse_page(page_values, settings)
+        plan.page = _parse_page(page_values, settings, profile_requested(request))
+        if plan.page.cursor:
+            check_cursor_sort(definition, plan.sort)
     return plan
 
 
@@ -184,36 +203,38 @@ def _parse_include(registry, definition, value, max_depth: int, max_paths: int) 
 
 
 def _parse_sort(definition, value, parameter) -> list[SortKey]:
-    keys = []
+    keys = {}
     for item in _split(value, parameter):
         descending = item.startswith("-")
         path = item[1:] if descending else item
         if path not in definition.sortable and path != "id":
             raise BadRequest(f"{definition.type!r} cannot be sorted by {path!r}.", parameter=parameter)
-        keys.append(SortKey(tuple(path.split(".")), descending))
-    return keys
+        keys.setdefault(path, SortKey(tuple(path.split(".")), descending))  # a repeated field: first wins
+    return list(keys.values())
 
 
-def _parse_page(values: dict, settings) -> Page:
-    page = Page(size=settings["default_page_size"])
+def _parse_page(values: dict, settings, profile: bool = False) -> Page:
+    # A range request (page[after] and page[before]) defaults to the maximum size (cursor profile).
+    ranged = "after" in values and "before" in values
+    page = Page(size=settings["max_page_size" if ranged else "default_page_size"], profile=profile)
     for key in ("number", "size"):
         if key in values:
             name, raw = values[key]
-            if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+            if not _DIGITS.fullmatch(raw) or int(raw) < 1:
                 raise BadRequest(f"{name!r} must be a positive integer.", parameter=name)
             setattr(page, key, int(raw))
     if page.size > settings["max_page_size"]:
-        name = values["size"][0]
-        raise BadRequest(f"{name!r} must be at most {settings['max_page_size']}.", parameter=name,
-                         code="max-size-exceeded", meta={"page": {"maxSize": settings["max_page_size"]}})
+        raise max_size_error(values["size"][0], settings["max_page_size"])
     for key in ("after", "before"):
         if key in values:
             name, raw = values[key]
             if raw == "":
                 raise BadRequest(f"{name!r} must not be empty.", parameter=name)
             setattr(page, key, raw)
-    if page.cursor and "number" in values:
+    if (page.after is not None or page.before is not None) and "number" in values:
         raise BadRequest("page[number] cannot be combined with a cursor.", parameter=values["number"][0])
+    if "number" in values:
+        page.profile = False  # page numbers asked for explicitly win over an Accept profile
     return page
 
 
@@ -278,7 +299,7 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str):
         if isinstance(column_type, sqltypes.Boolean):
             return _parse_bool(raw, parameter)
         if isinstance(column_type, sqltypes.Integer):
-            if not re.fullmatch(r"-?\d{1,18}", raw):
+            if not _INTEGER.fullmatch(raw):
                 raise ValueError(raw)
             return int(raw)
         if isinstance(column_type, sqltypes.Numeric):

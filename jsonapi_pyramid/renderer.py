@@ -29,6 +29,10 @@ def json_response(document, status: int = 200, headers=None, content_type: str =
     if document is not None:
         response.body = dumps(document)
         response.content_type = content_type
+        profiles = document.get("jsonapi", {}).get("profile") if isinstance(document, dict) else None
+        if profiles and content_type == MEDIA_TYPE:
+            # JSON:API 1.1: the profiles applied to a document are named in the media type too.
+            response.headers["Content-Type"] = f'{MEDIA_TYPE}; profile="{" ".join(profiles)}"'
     if headers:
         response.headers.update(headers)
     return response

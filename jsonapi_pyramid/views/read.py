@@ -12,7 +12,13 @@ def list_resources(context, request):
     plan = parse_query(request, context.definition, collection=True)
     loaded = load_page(request, context.definition, plan)
     load_includes(request, loaded, plan.include)
-    return json_response(DocumentBuilder(request, plan).collection(loaded))
+    return _varies(json_response(DocumentBuilder(request, plan).collection(loaded)))
+
+
+def _varies(response):
+    """Collection answers depend on ``Accept`` (its cursor pagination profile): tell caches."""
+    response.vary = ("Accept",)
+    return response
 
 
 def show(context, request):
@@ -32,7 +38,7 @@ def related(context, request):
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
         loaded = load_page(request, target, plan, parent=parent)
         load_includes(request, loaded, plan.include)
-        return json_response(DocumentBuilder(request, plan).collection(loaded))
+        return _varies(json_response(DocumentBuilder(request, plan).collection(loaded)))
     plan = parse_query(request, target, collection=False)
     entity = load_related_one(request, context.definition, relationship, context.entity)
     loaded = Loaded(target, [entity] if entity is not None else [])
@@ -43,7 +49,8 @@ def related(context, request):
 def linkage(context, request):
     """``GET /api/<type>/<id>/relationships/<name>``: identifiers; to-many ones carry the related
     resource's URL in ``links.self`` (the seed's rule)."""
-    return json_response(linkage_document(context, request))
+    response = json_response(linkage_document(context, request))
+    return _varies(response) if context.relationship.many else response
 
 
 def linkage_document(context, request) -> dict:
@@ -54,12 +61,11 @@ def linkage_document(context, request) -> dict:
     if relationship.many:
         plan = parse_query(request, target, collection=True)
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
-        ids, has_next, total = load_linkage_page(request, target, plan, parent=parent)
+        paged = load_linkage_page(request, target, plan, parent=parent)
         builder = DocumentBuilder(request, plan)
-        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in ids]
-        paged = Loaded(target, ids, has_next=has_next, total=total)
+        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
         builder_links = builder.page_links(paged)
-        meta = builder.total_meta(total)
+        meta = builder.total_meta(paged.total)
     else:
         plan = parse_query(request, target, collection=False)
         builder = DocumentBuilder(request, plan)
@@ -73,4 +79,6 @@ def linkage_document(context, request) -> dict:
     document = {"jsonapi": {"version": "1.1"}, "data": data, "links": links}
     if meta:
         document["meta"] = meta
+    if relationship.many:
+        document = DocumentBuilder.apply_cursors(document, paged)
     return document

@@ -1,0 +1,327 @@
+"""Cursor pagination: JSON:API's cursor pagination profile
+(http://jsonapi.org/profiles/ethanresnick/cursor-pagination/).
+
+``page[size]`` with ``page[after]`` and/or ``page[before]`` (or, for the first page, an ``Accept``
+entry naming the profile) selects keyset pagination instead of ``page[number]``:
+
+* the order is the request's ``sort`` plus the id as the last tie-breaker; NULLs sort last in
+  both directions (the same rule as page pagination, on every database);
+* a cursor is the sort key values and the id of one row, signed with HMAC-SHA256 under
+  ``jsonapi.cursor_secret`` together with the collection's URL path, sort and filter parameters,
+  so a tampered cursor, or one from another collection, sort or filter, is a 400;
+* the rows after (or before) a cursor are selected with the row-value comparison written out as
+  OR/AND chains (``a > x OR (a = x AND id > y)``), which every database runs, with mixed
+  directions and NULLs; one statement per page, no OFFSET, so a page costs the same at any depth;
+* sorts through relationships (``author.name``) and columns whose values cannot travel in a
+  cursor answer the profile's unsupported-sort error; page pagination serves those.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import orjson
+from sqlalchemy import and_, false, or_
+from sqlalchemy.sql import sqltypes
+
+from .errors import BadRequest, error_object
+
+__all__ = [
+    "ERROR_TYPES",
+    "PROFILE",
+    "CursorPage",
+    "OrderKey",
+    "check_cursor_sort",
+    "keyset_criterion",
+    "load_cursor_page",
+    "max_size_error",
+    "profile_requested",
+]
+
+#: The profile's URI as the profile itself gives it (the ``profile`` media type parameter and
+#: ``jsonapi.profile`` name it). Clients may ask for it under the https scheme as well.
+PROFILE = "http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"
+_PROFILE_NAMES = {PROFILE, PROFILE.rstrip("/"), "https" + PROFILE[4:], "https" + PROFILE[4:].rstrip("/")}
+_ERROR_BASE = "https://jsonapi.org/profiles/ethanresnick/cursor-pagination/"
+#: The ``links.type`` of the profile's error objects.
+ERROR_TYPES = {
+    "unsupported-sort": _ERROR_BASE + "unsupported-sort",
+    "max-size-exceeded": _ERROR_BASE + "max-size-exceeded",
+    "range-pagination-not-supported": _ERROR_BASE + "range-pagination-not-supported",
+}
+_MAX_CURSOR_LENGTH = 2048
+_SIGNATURE_BYTES = 16
+# Column types whose values a cursor can carry exactly (Enum is a String).
+_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Date,
+                 sqltypes.DateTime, sqltypes.Time, sqltypes.Uuid)
+
+
+# -- negotiation and errors ------------------------------------------------------------------------
+
+def profile_requested(request) -> bool:
+    """Whether an ``Accept`` entry for the JSON:API media type asks for the cursor profile
+    (``application/vnd.api+json; profile="<uri> ..."``): the way to start a cursor walk."""
+    accept = request.headers.get("Accept", "")
+    if "profile" not in accept:
+        return False
+    for entry in accept.split(","):
+        parts = [part.strip() for part in entry.split(";")]
+        if parts[0].lower() != "application/vnd.api+json":
+            continue
+        for parameter in parts[1:]:
+            key, _, value = parameter.partition("=")
+            if key.strip().lower() == "profile" and _PROFILE_NAMES & set(value.strip().strip('"').split()):
+                return True
+    return False
+
+
+def _profile_error(kind: str, detail: str, parameter: str, meta: dict | None = None) -> BadRequest:
+    error = error_object(400, "Bad Request", detail, parameter=parameter, code=kind, meta=meta)
+    error["links"] = {"type": ERROR_TYPES[kind]}
+    return BadRequest(detail, errors=[error])
+
+
+def max_size_error(parameter: str, maximum: int) -> BadRequest:
+    """The profile's max-size-exceeded error (also used for page pagination: same parameter)."""
+    return _profile_error("max-size-exceeded", f"{parameter!r} must be at most {maximum}.", parameter,
+                          {"page": {"maxSize": maximum}})
+
+
+def check_cursor_sort(definition, sort) -> None:
+    """Cursor pages sort on the resource's own attributes whose values a cursor can carry; any
+    other sort answers the profile's unsupported-sort error (page pagination serves it)."""
+    from sqlalchemy import inspect
+
+    mapper = inspect(definition.model)
+    for key in sort:
+        name = ".".join(key.path)
+        if len(key.path) > 1:
+            raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
+                                 f"({name!r}); use page[number] for this sort.", "sort")
+        attribute = definition.id_attribute if key.path[0] == "id" else definition.entity_attribute(key.path[0])
+        column_type = mapper.attrs[attribute].columns[0].type
+        if not isinstance(column_type, _CURSOR_TYPES):
+            raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
+                                 "use page[number] for this sort.", "sort")
+
+
+# -- order keys and keyset SQL -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OrderKey:
+    """One ORDER BY term: NULLs sort last in both directions, on every database."""
+
+    column: Any
+    descending: bool = False
+    nullable: bool = False
+
+    def clause(self, reverse: bool = False):
+        descending = self.descending != reverse
+        term = self.column.desc() if descending else self.column.asc()
+        if self.nullable:
+            # NULLs last in the walk direction; first when the walk is reversed.
+            term = term.nulls_first() if reverse else term.nulls_last()
+        return term
+
+    def later(self, value):
+        """Rows strictly after ``value`` in this key's order (None: no row can be)."""
+        if value is None:
+            return None  # NULLs come last
+        beyond = self.column < value if self.descending else self.column > value
+        return or_(beyond, self.column.is_(None)) if self.nullable else beyond
+
+    def earlier(self, value):
+        """Rows strictly before ``value`` in this key's order."""
+        if value is None:
+            return self.column.is_not(None)
+        return self.column > value if self.descending else self.column < value
+
+    def equal(self, value):
+        return self.column.is_(None) if value is None else self.column == value
+
+
+def keyset_criterion(keys: list[OrderKey], values, *, after: bool, inclusive: bool = False):
+    """Rows after (or before) the position ``values`` of the sort ``keys``: the row-value
+    comparison ``(k1, k2, ...) > (v1, v2, ...)`` written as an OR of AND chains, so that it works
+    on every database, with per-key directions and NULLs. ``inclusive`` also takes the row at the
+    position itself."""
+    clauses, prefix = [], []
+    for key, value in zip(keys, values):
+        beyond = key.later(value) if after else key.earlier(value)
+        if beyond is not None:
+            clauses.append(and_(*prefix, beyond))
+        prefix.append(key.equal(value))
+    if inclusive:
+        clauses.append(and_(*prefix))
+    if not clauses:
+        return false()
+    criterion = or_(*clauses)
+    first, value = keys[0], values[0]
+    if len(keys) > 1 and not first.nullable and value is not None:
+        # A redundant range on the leading key, so that an index on it bounds the scan.
+        forward = after != first.descending
+        criterion = and_(first.column >= value if forward else first.column <= value, criterion)
+    return criterion
+
+
+# -- cursors -----------------------------------------------------------------------------------------
+
+def _dump_value(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return ["f", repr(value)]
+    if isinstance(value, Decimal):
+        return ["n", str(value)]
+    if isinstance(value, dt.datetime):
+        return ["t", value.isoformat()]
+    if isinstance(value, dt.date):
+        return ["d", value.isoformat()]
+    if isinstance(value, dt.time):
+        return ["h", value.isoformat()]
+    if isinstance(value, uuid.UUID):
+        return ["u", str(value)]
+    raise TypeError(f"a cursor cannot carry {type(value).__name__}")
+
+
+_LOADERS = {"f": float, "n": Decimal, "t": dt.datetime.fromisoformat, "d": dt.date.fromisoformat,
+            "h": dt.time.fromisoformat, "u": uuid.UUID}
+
+
+def _load_value(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    tag, text = value  # a list of two, else ValueError
+    return _LOADERS[tag](text)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class CursorCodec:
+    """Signs and checks the cursors of one collection read. The signature covers ``scope`` (URL
+    path, sort, filters), so a cursor is only good where it was made."""
+
+    def __init__(self, secret: str, scope: str):
+        self._key = hashlib.sha256(secret.encode("utf-8")).digest()
+        self._scope = scope.encode("utf-8")
+
+    def _sign(self, payload: str) -> str:
+        mac = hmac.new(self._key, self._scope + b"\x00" + payload.encode("ascii"), hashlib.sha256)
+        return _b64(mac.digest()[:_SIGNATURE_BYTES])
+
+    def encode(self, values, inclusive: bool = False) -> str:
+        body = {"k": [_dump_value(v) for v in values]}
+        if inclusive:
+            body["i"] = 1
+        payload = _b64(orjson.dumps(body))
+        return f"{payload}.{self._sign(payload)}"
+
+    def decode(self, raw: str, parameter: str, n_keys: int) -> tuple[tuple, bool]:
+        """(values, inclusive) of a cursor this codec made; anything else is a 400."""
+        problem = BadRequest(f"{parameter!r} is not a cursor of this collection with this sort and these "
+                             "filters; follow the links of a previous page.", parameter=parameter)
+        if len(raw) > _MAX_CURSOR_LENGTH or raw.count(".") != 1:
+            raise problem
+        payload, signature = raw.split(".")
+        try:
+            valid = hmac.compare_digest(self._sign(payload), signature)
+        except (UnicodeEncodeError, TypeError):
+            raise problem from None
+        if not valid:
+            raise problem
+        try:
+            body = orjson.loads(_unb64(payload))
+            values = tuple(_load_value(v) for v in body["k"])
+            inclusive = bool(body.get("i"))
+        except (ValueError, TypeError, KeyError, AttributeError, orjson.JSONDecodeError):
+            raise problem from None
+        if len(values) != n_keys:
+            raise problem
+        return values, inclusive
+
+
+def cursor_scope(request, plan) -> str:
+    """What a cursor is bound to: the collection's URL path, the sort and the filter parameters."""
+    sort = ",".join(("-" if key.descending else "") + ".".join(key.path) for key in plan.sort)
+    filters = sorted((name, value) for name, value in request.GET.items() if name.startswith("filter"))
+    return "\n".join([request.path_info, sort, *(f"{name}={value}" for name, value in filters)])
+
+
+# -- loading a page ------------------------------------------------------------------------------------
+
+@dataclass
+class CursorPage:
+    """The profile's part of a document: pagination links, pagination metadata (the ``page``
+    member of the top-level ``meta``) and one item cursor per row (``meta.page.cursor``)."""
+
+    links: dict
+    meta: dict = field(default_factory=dict)
+    item_cursors: list = field(default_factory=list)
+    profile: str = PROFILE
+
+
+def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: int):
+    """Run one keyset page of ``statement`` (unordered; its first ``n_leading`` columns are what
+    the caller wants, the sort key values follow). Returns (rows of the leading columns, CursorPage)."""
+    page = plan.page
+    settings = request.registry.jsonapi.settings
+    codec = CursorCodec(settings["cursor_secret"], cursor_scope(request, plan))
+    after = before = None
+    if page.after is not None:
+        after = codec.decode(page.after, "page[after]", len(keys))
+        statement = statement.where(keyset_criterion(keys, after[0], after=True, inclusive=after[1]))
+    if page.before is not None:
+        before = codec.decode(page.before, "page[before]", len(keys))
+        statement = statement.where(keyset_criterion(keys, before[0], after=False, inclusive=before[1]))
+    backwards = before is not None and after is None
+    statement = statement.order_by(*(key.clause(reverse=backwards) for key in keys)).limit(page.size + 1)
+    rows = request.dbsession.execute(statement).all()
+    more = len(rows) > page.size
+    rows = rows[: page.size]
+    if backwards:
+        rows.reverse()
+    positions = [tuple(row[n_leading:]) for row in rows]
+    cursors = [codec.encode(position) for position in positions]
+
+    # next: known exactly unless page[before] was given (then: after the page, maybe empty)
+    if before is None:
+        next_cursor = cursors[-1] if more else None
+    else:
+        next_cursor = cursors[-1] if rows else codec.encode(before[0], inclusive=not before[1])
+    # prev: known exactly unless page[after] was given
+    if after is None:
+        prev_cursor = cursors[0] if (before is not None and more) else None
+    else:
+        prev_cursor = cursors[0] if rows else codec.encode(after[0], inclusive=not after[1])
+    meta = {"rangeTruncated": True} if (after is not None and before is not None and more) else {}
+    links = cursor_links(request, prev_cursor, next_cursor)
+    return [row[:n_leading] if n_leading > 1 else row[0] for row in rows], CursorPage(links, meta, cursors)
+
+
+def cursor_links(request, prev_cursor: str | None, next_cursor: str | None) -> dict:
+    """``first`` (no cursor), ``prev`` and ``next``; every link keeps the other parameters."""
+    base = request.path_url
+    kept = [(k, v) for k, v in request.GET.items() if k not in {"page[number]", "page[after]", "page[before]"}]
+
+    def link(extra):
+        query = urlencode(kept + extra, quote_via=quote, safe="[],.-")
+        return f"{base}?{query}" if query else base
+
+    return {
+        "first": link([]),
+        "prev": link([("page[before]", prev_cursor)]) if prev_cursor else None,
+        "next": link([("page[after]", next_cursor)]) if next_cursor else None,
+    }
