@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from sqlalchemy import false, or_
 
+from . import schemas
 from .models import Article, Comment, Role, Tag, Token, User, UserProfile
 from .security import (
     article_acl,
@@ -54,6 +55,11 @@ def visible_tokens(request):
     return Token.user_id == user_id if user_id is not None else false()
 
 
+def caller_as_default(request):
+    """The default author of a new article or comment: the caller (None when anonymous)."""
+    return current_user_id(request)
+
+
 USER_ATTRIBUTES = ("name", "email", "active", "createdAt", "updatedAt")
 ARTICLE_ATTRIBUTES = ("title", "body", "status", "createdAt", "updatedAt")
 
@@ -65,14 +71,19 @@ def includeme(config):
         restricted={"email": email_is_queryable},  # emails are hidden: no probing by filter or sort
         filterable=USER_ATTRIBUTES + ("roles", "articles", "profile"),
         sortable=USER_ATTRIBUTES,
+        create=schemas.UserCreate,
+        apply=schemas.apply_user,
     )
-    config.add_jsonapi_resource(Role, acl=role_or_tag_acl)
+    config.add_jsonapi_resource(Role, acl=role_or_tag_acl, create=schemas.RoleCreate)
     config.add_jsonapi_resource(
         Article,
         acl=article_acl,
         visible=visible_articles,
         filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name"),
         sortable=ARTICLE_ATTRIBUTES + ("author.name",),
+        create=schemas.ArticleCreate,
+        update=schemas.ArticleUpdate,
+        relationship_defaults={"author": caller_as_default},
     )
     config.add_jsonapi_resource(
         Comment,
@@ -80,7 +91,9 @@ def includeme(config):
         visible=visible_comments,
         filterable=("body", "createdAt", "article", "author", "author.name", "author.email", "article.title"),
         sortable=("body", "createdAt"),
+        create=schemas.CommentCreate,
+        relationship_defaults={"author": caller_as_default},
     )
-    config.add_jsonapi_resource(Tag, acl=role_or_tag_acl)
-    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True)
+    config.add_jsonapi_resource(Tag, acl=role_or_tag_acl, create=schemas.TagCreate)
+    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True, create=schemas.UserProfileCreate)
     config.add_jsonapi_resource(Token, acl=token_acl, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))

@@ -100,7 +100,10 @@ def add_jsonapi_resource(config, model, **options):
     relationship for filters), ``create`` and ``update`` (colander schemas for the attributes),
     ``client_ids`` (accept client-generated ids on create), ``writable`` (the attributes a client
     may send; default the schema's), ``description`` (for the OpenAPI document), ``restricted``
-    (attribute -> ``request -> bool``: who may filter and sort by it, dotted paths included).
+    (attribute -> ``request -> bool``: who may filter and sort by it, dotted paths included),
+    ``apply`` (``(entity, attributes, request)``: writes validated attributes onto the entity;
+    default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
+    ``request -> id or None``: the target when a create payload leaves it out). README, "Writing".
     """
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)

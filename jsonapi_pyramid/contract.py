@@ -66,6 +66,8 @@ class ResourceDefinition:
         description: str | None = None,
         writable: Iterable[str] | None = None,
         restricted: dict[str, Callable] | None = None,
+        apply: Callable | None = None,
+        relationship_defaults: dict[str, Callable] | None = None,
     ):
         self.model = model
         self.type = type or getattr(model, "__jsonapi_type__", None)
@@ -83,6 +85,10 @@ class ResourceDefinition:
         self.writable = None if writable is None else tuple(writable)
         #: attribute -> ``request -> bool``: who may filter or sort by it (also through dotted paths)
         self.restricted = dict(restricted or {})
+        #: ``(entity, attributes, request)``: writes validated attributes (validation.assign_attributes)
+        self.apply = apply
+        #: relationship -> ``request -> id or None``: the target when a create payload omits it
+        self.relationship_defaults = dict(relationship_defaults or {})
         # Resolved at commit:
         self.transformer_class: type[Transformer] | None = None
         self.relationships: RelationshipsCollection = RelationshipsCollection()
@@ -155,6 +161,9 @@ class ResourceDefinition:
 
     def resolve_links(self, registry: "Registry") -> None:
         """Second pass, once every type is known: relationships and filter/sort declarations."""
+        for name in self.relationship_defaults:
+            if name not in self.relationships:
+                raise ConfigurationError(f"{self.type}: relationship_defaults names {name!r}, not a relationship")
         for relationship in self.relationships:
             if relationship.name in self.attributes:
                 raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")

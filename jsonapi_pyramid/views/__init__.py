@@ -9,15 +9,22 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from ..errors import MethodNotAllowed
 from ..security import Permission
 from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
-from . import read
+from . import read, write
 
 VIEWS = [
-    # context        method    view                 permission
-    (Collection,     "GET",    read.list_resources, Permission.VIEW),
-    (Item,           "GET",    read.show,           Permission.VIEW),
-    (Related,        "GET",    read.related,        Permission.VIEW),
-    (ToOneLinkage,   "GET",    read.linkage,        Permission.VIEW),
-    (ToManyLinkage,  "GET",    read.linkage,        Permission.VIEW),
+    # context        method    view                   permission
+    (Collection,     "GET",    read.list_resources,   Permission.VIEW),
+    (Collection,     "POST",   write.create,          Permission.CREATE),
+    (Item,           "GET",    read.show,             Permission.VIEW),
+    (Item,           "PATCH",  write.update,          Permission.UPDATE),
+    (Item,           "DELETE", write.remove,          Permission.DELETE),
+    (Related,        "GET",    read.related,          Permission.VIEW),
+    (ToOneLinkage,   "GET",    read.linkage,          Permission.VIEW),
+    (ToOneLinkage,   "PATCH",  write.replace_to_one,  Permission.UPDATE),
+    (ToManyLinkage,  "GET",    read.linkage,          Permission.VIEW),
+    (ToManyLinkage,  "POST",   write.add_to_many,     Permission.UPDATE),
+    (ToManyLinkage,  "PATCH",  write.replace_to_many, Permission.UPDATE),
+    (ToManyLinkage,  "DELETE", write.remove_from_many, Permission.UPDATE),
 ]
 
 
