@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,14 +50,21 @@ __all__ = [
     "Confirmed",
     "DateString",
     "Exists",
+    "Failures",
     "RequiredWith",
     "Unique",
     "Url",
+    "add_members",
     "apply_changes",
     "assign_attributes",
     "parse_document",
+    "read_linkage",
+    "remove_members",
+    "required_on_create",
+    "run_schema",
     "validate_linkage",
     "validate_resource",
+    "writable_attributes",
 ]
 
 #: Members a resource object in a request may have (``links`` and ``meta`` are accepted and ignored).
@@ -584,13 +591,12 @@ class DateString(colander.Date):
         if not isinstance(cstruct, str):
             raise colander.Invalid(node, "Must be a date string (YYYY-MM-DD)")
         try:
-            return dt.date.fromisoformat(cstruct) if len(cstruct) == 10 else _bad_date()
+            # The length check keeps out the other forms fromisoformat accepts (20200101, weeks).
+            if len(cstruct) == 10:
+                return dt.date.fromisoformat(cstruct)
         except ValueError:
-            raise colander.Invalid(node, f"{cstruct!r} is not a date (YYYY-MM-DD)") from None
-
-
-def _bad_date():
-    raise ValueError("not YYYY-MM-DD")
+            pass
+        raise colander.Invalid(node, f"{cstruct!r} is not a date (YYYY-MM-DD)")
 
 
 class Unique:
@@ -653,6 +659,3 @@ class RequiredWith:
             invalid[self.field] = f"Required with {', '.join(self.others)}"
             raise invalid
 
-
-#: Hook signature of ``apply=``: (entity, attributes, request) -> None.
-ApplyHook = Callable[[Any, dict, Any], None]
