@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench
+.PHONY: serve test test-sqlite install initdb clean bench fuzz
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: $(STAMP)
 
 test-sqlite: $(STAMP)
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
+
+# The long schemathesis run against the live OpenAPI document (in-process WSGI, no network):
+# JSONAPI_FUZZ_EXAMPLES cases per operation (default 50), at most JSONAPI_FUZZ_SECONDS (600) per backend.
+fuzz: $(STAMP)
+	JSONAPI_FUZZ=1 $(BIN)/pytest -q -s tests/functional/test_openapi.py -k schemathesis $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var/*.sqlite *.egg-info
