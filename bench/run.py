@@ -14,7 +14,9 @@ server's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the scenar
 Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 4), BENCH_RUNS (3),
 BENCH_CONNECTIONS ("1,8"), BENCH_APPS ("ours,ceiling,peer"), BENCH_SCENARIOS (all),
 BENCH_DATABASE_URL (a PostgreSQL database that is WIPED and seeded instead of SQLite),
-BENCH_OUT (bench/out), BENCH_RESULTS (bench/RESULTS.md), BENCH_LABEL (a note in the title).
+BENCH_OUT (bench/out), BENCH_RESULTS (bench/RESULTS.md), BENCH_BEFORE (commits, comma-separated:
+adds an app ``before``, the working tree's library with those commits' changes taken back out, for
+a before/after comparison of optimisation commits on the read scenarios).
 """
 from __future__ import annotations
 
@@ -46,6 +48,11 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CONNECTIONS = [int(c) for c in os.environ.get("BENCH_CONNECTIONS", "1,8").split(",")]
 APPS = os.environ.get("BENCH_APPS", "ours,ceiling,peer").split(",")
 PG_URL = os.environ.get("BENCH_DATABASE_URL")
+BEFORE = os.environ.get("BENCH_BEFORE")
+if BEFORE and "before" not in APPS:
+    APPS.insert(1, "before")
+#: Scenarios the ``before`` app runs (the read path that the optimisations touch).
+BEFORE_SCENARIOS = ("S1", "S2", "S2m", "S3", "S4")
 PROBES = 5
 MEDIA = "application/vnd.api+json"
 TOKEN_SECRET = "bench-secret-token-for-the-ceiling"
@@ -169,6 +176,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def before_tree() -> pathlib.Path:
+    """The working tree's jsonapi_pyramid and jsonapi_blog with the BENCH_BEFORE commits reverted."""
+    tree = OUT / "before-tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    for package in ("jsonapi_pyramid", "jsonapi_blog"):
+        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for commit in reversed(BEFORE.split(",")):
+        diff = subprocess.run(["git", "show", "--format=", commit, "--", "jsonapi_pyramid", "jsonapi_blog"],
+                              capture_output=True, text=True, cwd=ROOT, check=True).stdout
+        # Not "git apply" inside the tree: within a repository it ignores paths outside the cwd.
+        # A hunk that no longer applies (a line others changed since, e.g. an import list) is
+        # dropped and reported; the rest is taken back out.
+        result = subprocess.run(["patch", "-R", "-p1", "-f", "-s", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree)],
+                                input=diff, text=True, capture_output=True)
+        if result.returncode != 0:
+            log(f"before: reverting {commit}: {result.stdout.strip()} {result.stderr.strip()}")
+    return tree
+
+
 class Server:
     def __init__(self, app: str, url: str):
         self.app = app
@@ -176,7 +202,7 @@ class Server:
         python = str(PEER_PYTHON) if app == "peer" else sys.executable
         self.log_path = OUT / f"{app}.log"
         env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
-        env["PYTHONPATH"] = str(ROOT)
+        env["PYTHONPATH"] = str(before_tree()) if app == "before" else str(ROOT)
         self.process = subprocess.Popen([python, str(HERE / "serve.py"), app, str(self.port), url],
                                         stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
         self.base = f"http://127.0.0.1:{self.port}"
@@ -260,6 +286,7 @@ def peer_query(**params) -> str:
 
 
 def build_request(app: str, scenario: str, server: Server, f: dict, context: dict) -> Request:
+    app = "ours" if app == "before" else app
     if scenario in ("S1", "S2", "S2m"):
         size = "100" if scenario == "S2m" else "50"
         extra = {} if scenario == "S1" else {"include": "author,comments,tags"}
@@ -448,6 +475,8 @@ def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: 
         for app in APPS:
             note = notes.get((scenario, app))
             cell = results.get((scenario, app))
+            if cell is None and app == "before":
+                continue
             if cell is None:
                 lines.append(f"| {scenario} | {app} | — | not available: {note or 'not run'} | | | | | | | | |")
                 continue
@@ -470,6 +499,20 @@ def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: 
         lines += ["", "## 200-page walks (sequential, one client)", ""]
         for key, value in sorted(extra.items()):
             lines.append(f"- {key}: {value:.2f} s")
+    if "before" in APPS:
+        lines += ["", f"## Before and after the optimisation commits ({BEFORE})", "",
+                  "`before` is the same working tree with those commits' library changes reverted, measured in the same run.", "",
+                  "| scenario | conns | before rps | after rps | after / before | before p50 ms | after p50 ms | before peak MiB | after peak MiB |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for scenario in BEFORE_SCENARIOS:
+            old, new = results.get((scenario, "before")), results.get((scenario, "ours"))
+            if not old or not new:
+                continue
+            for conns in CONNECTIONS:
+                a, b = old["runs"].get(conns), new["runs"].get(conns)
+                if a and b:
+                    lines.append(f"| {scenario} | {conns} | {a['rps']:.1f} | {b['rps']:.1f} | {ratio(b['rps'], a['rps'])} | "
+                                 f"{fmt_ms(a['p50_us'])} | {fmt_ms(b['p50_us'])} | {old['peak_mib']} | {new['peak_mib']} |")
     lines += ["", "## Targets", ""]
     lines += targets(results)
     lines.append("")
@@ -541,6 +584,8 @@ def main() -> int:
             requests = {}
             for app, server in servers.items():
                 context: dict = {}
+                if app == "before" and scenario not in BEFORE_SCENARIOS:
+                    continue
                 try:
                     request = build_request(app, scenario, server, f, context)
                     server.reset_peak()

@@ -15,7 +15,7 @@ THREADS = int(os.environ.get("BENCH_THREADS", "4"))
 
 
 def build(name: str, url: str):
-    if name == "ours":
+    if name in ("ours", "before"):  # "before": the same service from another source tree (PYTHONPATH)
         os.environ["DATABASE_URL"] = url
         from jsonapi_blog import main
 
@@ -25,6 +25,9 @@ def build(name: str, url: str):
             "jsonapi.default_page_size": "20",
             "jsonapi.max_page_size": "100",
         })
+        import jsonapi_pyramid
+
+        print(f"jsonapi_pyramid from {jsonapi_pyramid.__file__}", flush=True)
         return app, app.registry["db.engine"]
     if name == "ceiling":
         from ceiling import make_app
