@@ -316,6 +316,20 @@ def _local_foreign_key(request, definition, path):
     return pairs[0][0]
 
 
+def _required_foreign_key(relationship):
+    """The owner's NOT NULL foreign key column when ``relationship`` is a plain many-to-one held
+    by that one column and pointing at the target's id; else None."""
+    if relationship.many:
+        return None
+    prop = relationship.prop
+    if prop.direction is not MANYTOONE or prop.secondary is not None:
+        return None
+    pairs = prop.local_remote_pairs
+    if len(pairs) != 1 or pairs[0][1] is not relationship.target_definition.id_column or pairs[0][0].nullable:
+        return None
+    return pairs[0][0]
+
+
 def _criterion(request, definition, path, operator, value, dialect):
     head, rest = path[0], path[1:]
     relationship = definition.relationships.get(head)
@@ -327,6 +341,12 @@ def _criterion(request, definition, path, operator, value, dialect):
     exists = accessor.any if relationship.many else accessor.has
     visible = target.visibility(request)
     visible = visible if visible is not None else true()
+    foreign_key = _required_foreign_key(relationship) if rest else None
+    if foreign_key is not None:
+        # owner.fk IN (SELECT target.id WHERE ...): the same rows as the EXISTS below (the key is
+        # never NULL, so its complement is exact too), but the subquery runs once, not per row.
+        inner = and_(_criterion(request, target, rest, operator, value, dialect), visible)
+        return foreign_key.in_(select(target.id_column).where(inner).correlate(None))
     if not rest:  # the relationship itself: compare the related id (isnull=false: there is one)
         if operator == "isnull":
             return exists(visible)

@@ -64,7 +64,7 @@ class Server:
         self.process = subprocess.Popen([str(PSERVE), str(ini), f"http_port={self.port}"], env=env,
                                         stdout=self._log, stderr=subprocess.STDOUT, cwd=str(ROOT))
 
-    def wait_ready(self, timeout: float = 20.0) -> None:
+    def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
