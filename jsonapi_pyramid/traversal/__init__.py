@@ -116,16 +116,20 @@ class Item(_Node):
         return Related(self, relationship)
 
 
-class Related(_Node):
-    """``/api/<type>/<id>/<name>``: the related resource(s)."""
+class _RelationshipNode(_Node):
+    """A node about one relationship of the item above it."""
 
-    def __init__(self, parent: Item, relationship):
+    def __init__(self, parent, relationship):
         self.__parent__ = parent
         self.__name__ = relationship.name
         self.request = parent.request
         self.definition = parent.definition
         self.entity = parent.entity
         self.relationship = relationship
+
+
+class Related(_RelationshipNode):
+    """``/api/<type>/<id>/<name>``: the related resource(s)."""
 
 
 class Relationships(_Node):
@@ -146,16 +150,8 @@ class Relationships(_Node):
         return (ToManyLinkage if relationship.many else ToOneLinkage)(self, relationship)
 
 
-class Linkage(_Node):
+class Linkage(_RelationshipNode):
     """``/api/<type>/<id>/relationships/<name>``."""
-
-    def __init__(self, parent: Relationships, relationship):
-        self.__parent__ = parent
-        self.__name__ = relationship.name
-        self.request = parent.request
-        self.definition = parent.definition
-        self.entity = parent.entity
-        self.relationship = relationship
 
 
 class ToOneLinkage(Linkage):
