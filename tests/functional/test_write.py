@@ -626,3 +626,20 @@ def test_resource_update_with_relationships_runs_a_fixed_number_of_statements(se
                              "relationships": {"tags": {"data": [identifier("tags", t.id) for t in tags[:size]]}}}}
         counts.append(_statements_for(send, count_statements, "patch", f"/api/articles/{article.id}", document, 200))
     assert counts[0] == counts[1]
+
+
+def test_to_one_linkage_to_uuid_resources(send, blog, db):
+    profile = db.scalar(select(UserProfile).where(UserProfile.user_id == blog["alice"].id))
+    url = f"/api/users/{blog['bob'].id}/relationships/profile"
+    for bad in ("not-a-uuid", str(uuid.uuid4())):
+        assert_validation_error(send("patch", url, {"data": identifier("userProfiles", bad)}, 422), "/data")
+    send("patch", url, {"data": identifier("userProfiles", profile.id.upper())}, 204)  # ids are normalised
+    db.expire_all()
+    assert db.get(UserProfile, profile.id).user_id == blog["bob"].id
+
+
+def test_remove_a_uuid_resource(api, admin, blog, db):
+    profile_id = db.scalar(select(UserProfile.id))
+    api.delete(f"/api/userProfiles/{profile_id}", headers=admin, status=204)
+    db.expire_all()
+    assert db.get(UserProfile, profile_id) is None and db.get(User, blog["alice"].id) is not None
