@@ -107,7 +107,8 @@ def _apply_sort(request, definition, plan, statement):
             through = True
         attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
         column = getattr(current.model, attribute)
-        nullable = through or bool(inspect(current.model).attrs[attribute].columns[0].nullable)
+        prop = inspect(current.model).attrs.get(attribute)
+        nullable = through or prop is None or any(c.nullable for c in getattr(prop, "columns", ()))
         keys.append(OrderKey(column, key.descending, nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         keys.append(OrderKey(getattr(definition.model, definition.id_attribute)))

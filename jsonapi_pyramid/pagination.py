@@ -54,7 +54,6 @@ _ERROR_BASE = "https://jsonapi.org/profiles/ethanresnick/cursor-pagination/"
 ERROR_TYPES = {
     "unsupported-sort": _ERROR_BASE + "unsupported-sort",
     "max-size-exceeded": _ERROR_BASE + "max-size-exceeded",
-    "range-pagination-not-supported": _ERROR_BASE + "range-pagination-not-supported",
 }
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
@@ -106,8 +105,9 @@ def check_cursor_sort(definition, sort) -> None:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
         attribute = definition.id_attribute if key.path[0] == "id" else definition.entity_attribute(key.path[0])
-        column_type = mapper.attrs[attribute].columns[0].type
-        if not isinstance(column_type, _CURSOR_TYPES):
+        prop = mapper.attrs.get(attribute)
+        columns = getattr(prop, "columns", ())
+        if len(columns) != 1 or not isinstance(columns[0].type, _CURSOR_TYPES):
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
 

@@ -135,3 +135,11 @@ def test_keyset_matches_brute_force(engine, rows, spec, data):
             found = [r for (r,) in connection.execute(statement)]
             want = [row["id"] for row in expected]
             assert found == (want if after else want[::-1]), (after, inclusive)
+
+
+def test_cursor_secret_setting():
+    from jsonapi_pyramid import parse_settings
+
+    assert parse_settings({"jsonapi.cursor_secret": "shared"})["cursor_secret"] == "shared"
+    generated = {parse_settings({})["cursor_secret"] for _ in range(2)}
+    assert len(generated) == 2 and all(len(secret) >= 32 for secret in generated)
