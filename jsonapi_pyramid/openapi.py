@@ -761,10 +761,12 @@ class _Builder:
             "name": "page[size]", "in": "query", "required": False,
             "description": f"Page size (default {self.settings['default_page_size']}, at most {max_size}).",
             "schema": {"type": "integer", "minimum": 1, "maximum": max_size}}))
-        for key, text in (("after", "after"), ("before", "before")):
+        for key in ("after", "before"):
             params.append(self._param(f"page.{key}", {
                 "name": f"page[{key}]", "in": "query", "required": False,
-                "description": f"Cursor: the page {text} this one (from a `links` URL; not with `page[number]`).",
+                "description": f"Cursor pagination (the JSON:API cursor pagination profile): the items {key} this "
+                               "cursor, taken from an item's `meta.page.cursor` or a `links` URL; not with "
+                               "`page[number]`. Ask for the first cursor page with the profile in `Accept`.",
                 "schema": {"type": "string", "minLength": 1}}))
         return params
 
