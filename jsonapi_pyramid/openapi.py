@@ -55,6 +55,9 @@ __all__ = [
     "get_document",
     "includeme",
     "main",
+    "members_stay_linked",
+    "node_nullable",
+    "node_required",
 ]
 
 OPENAPI_VERSION = "3.1.0"
@@ -492,15 +495,10 @@ class _Builder:
         return {"type": "string"}
 
     def _writable_names(self, definition) -> tuple[set, set]:
-        """(names a create or update schema accepts, names shown by the transformer)."""
-        accepted = set()
-        for schema in (definition.create_schema, definition.update_schema):
-            node = _instance(schema)
-            if node is not None:
-                accepted.update(child.name for child in node.children)
-        if definition.writable is not None:
-            accepted = set(definition.writable) | (accepted - set(definition.attributes))
-        return accepted, set(definition.attributes)
+        """(names a client may send, as the write path decides; names the transformer shows)."""
+        from .validation import writable_attributes
+
+        return set(writable_attributes(definition)), set(definition.attributes)
 
     def _resource_schemas(self, definition) -> None:
         T = definition.type
@@ -622,21 +620,12 @@ class _Builder:
             "type": "object", "properties": {"data": data}, "required": ["data"]}
 
     def _required_relationships(self, definition) -> list[str]:
-        """To-one relationships a create must name: a declared ``required`` flag, else a foreign
-        key on the resource's own table that may not be null and that no ``relationship_defaults``
-        fills in."""
-        names = []
-        defaults = set(getattr(definition, "relationship_defaults", None) or ())
-        for relationship in definition.relationships:
-            declared = getattr(relationship, "required", None)
-            if declared is not None:
-                if declared:
-                    names.append(relationship.name)
-                continue
-            local_fk = relationship.local_fk
-            if local_fk is not None and not local_fk.nullable and relationship.name not in defaults:
-                names.append(relationship.name)
-        return names
+        """Relationships a create must name: those the write path requires
+        (``validation.required_on_create``) that no ``relationship_defaults`` fills in."""
+        from .validation import required_on_create
+
+        return [relationship.name for relationship in definition.relationships
+                if required_on_create(relationship) and relationship.name not in definition.relationship_defaults]
 
     # -- examples -------------------------------------------------------------------------------
     def request_example(self, definition, kind: str) -> dict | None:
@@ -796,9 +785,7 @@ class _Builder:
 
         T = definition.type
         item_path = f"{self.root}/{T}/{{id}}"
-        id_param = self._param(f"id.{T}", {
-            "name": "id", "in": "path", "required": True, "description": f"The id of a `{T}` resource.",
-            "schema": self._id_schema(definition)})
+        id_param = self._id_param(definition)
         if context is Collection:
             self._collection_or_item(definition, f"{self.root}/{T}", method, permission, "collection", [])
         elif context is Item:
@@ -847,9 +834,12 @@ class _Builder:
 
     def _collection_or_item(self, definition, path, method, permission, node, path_params) -> None:
         T = definition.type
-        doc = lambda name, status_text: {"description": status_text, "content": {MEDIA_TYPE: {"schema": _ref("schemas", _camel(T, name))}}}  # noqa: E731
+
+        def doc(name, text):
+            return _document_response(T, name, text)
+
         key = (node, method)
-        replacement = (getattr(definition, "operations", None) or {}).get((node, "", method))
+        replacement = definition.operations.get((node, "", method))
         if replacement is not None:
             op = self._custom(definition, replacement, node, method, path_params,
                               (403, 404, 409, 422) if node == "item" else (403, 409, 422),
@@ -893,7 +883,10 @@ class _Builder:
     def _relationship_operation(self, definition, relationship, related: bool, path, method, permission, id_param) -> None:
         T, R = definition.type, relationship.name
         target = relationship.target_definition
-        doc = lambda name, text: {"description": text, "content": {MEDIA_TYPE: {"schema": _ref("schemas", _camel(target.type, name))}}}  # noqa: E731
+
+        def doc(name, text):
+            return _document_response(target.type, name, text)
+
         node = "related" if related else "linkage"
         common = dict(relationship=relationship)
         if related and method == "GET":
@@ -940,9 +933,7 @@ class _Builder:
 
     # -- custom operations ----------------------------------------------------------------------
     def _custom_operations(self, definition) -> list:
-        operations = getattr(definition, "operations", None) or {}
-        values = operations.values() if isinstance(operations, dict) else operations
-        return sorted(values, key=lambda op: (str(getattr(op, "on", "")), str(getattr(op, "name", ""))))
+        return sorted(definition.operations.values(), key=lambda op: (op.on, op.name, op.request_method))
 
     def _custom_operation(self, definition, operation) -> None:
         T = definition.type
@@ -1034,6 +1025,10 @@ class _Builder:
         if status == 503:
             response["headers"] = {"Retry-After": {"schema": {"type": "string"}, "description": "Seconds to wait."}}
         return response
+
+
+def _document_response(type_name: str, schema: str, description: str) -> dict:
+    return {"description": description, "content": {MEDIA_TYPE: {"schema": _ref("schemas", _camel(type_name, schema))}}}
 
 
 def members_stay_linked(relationship) -> bool:
