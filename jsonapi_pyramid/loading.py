@@ -111,7 +111,10 @@ def _apply_sort(request, definition, plan, statement):
         nullable = through or prop is None or any(c.nullable for c in getattr(prop, "columns", ()))
         keys.append(OrderKey(column, key.descending, nullable))
     if not any(key.path == ("id",) for key in plan.sort):
-        keys.append(OrderKey(getattr(definition.model, definition.id_attribute)))
+        # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
+        # ``created_at DESC, id DESC``, which one backward index scan delivers in order.
+        descending = bool(plan.sort) and plan.sort[-1].descending
+        keys.append(OrderKey(getattr(definition.model, definition.id_attribute), descending))
     return statement, keys
 
 

@@ -348,14 +348,17 @@ def test_id_is_the_last_tie_breaker(api, catalog, make_articles):
     assert set(bob_ids) >= {str(a.id) for a in made}
     document = get(api, "/api/articles?sort=-id&page[size]=3")
     assert ids(document) == sorted(ids(document), key=int, reverse=True)
+    # the id follows the direction of the last key
+    document = get(api, "/api/articles?sort=-status&filter[author]={}&page[size]=100".format(catalog["bob"].id))
+    assert ids(document) == sorted(bob_ids, key=int, reverse=True)
 
 
 def test_nulls_sort_last_in_both_directions(api, catalog):
     base = "/api/articles?filter[updatedAt]=2025-01-01T12:00:00Z"
-    # "fifth BODY" < "first body" < "third body", then the NULLs by id
+    # "fifth BODY" < "first body" < "third body", then the NULLs by id (in the last key's direction)
     assert titles(get(api, f"{base}&sort=body")) == ["Épsilon", "Alpha", "Gamma_ray", "beta 50%", "delta\\path"]
-    assert titles(get(api, f"{base}&sort=-body")) == ["Gamma_ray", "Alpha", "Épsilon", "beta 50%", "delta\\path"]
-    assert titles(get(api, f"{base}&sort=-body,-id")) == ["Gamma_ray", "Alpha", "Épsilon", "delta\\path", "beta 50%"]
+    assert titles(get(api, f"{base}&sort=-body")) == ["Gamma_ray", "Alpha", "Épsilon", "delta\\path", "beta 50%"]
+    assert titles(get(api, f"{base}&sort=-body,id")) == ["Gamma_ray", "Alpha", "Épsilon", "beta 50%", "delta\\path"]
 
 
 @pytest.mark.parametrize("query", [
