@@ -722,9 +722,10 @@ _VALUES = st.one_of(
 _PARAMETERS = st.lists(st.tuples(st.one_of(_NAMES, _TEXT.filter(bool)), _VALUES), max_size=5)
 
 
-def _fuzz(api, path, parameters):
+def _fuzz(api, path, parameters, cursor_profile=False):
     query = urlencode(parameters, quote_via=quote)
-    response = api.get(f"{path}?{query}" if query else path, expect_errors=True)
+    headers = CURSOR_ACCEPT if cursor_profile else {}
+    response = api.get(f"{path}?{query}" if query else path, headers=headers, expect_errors=True)
     assert response.status_int in (200, 400), (query, response.status_int, response.body[:500])
     assert response.content_type == "application/vnd.api+json"
     if response.status_int == 400:
@@ -732,16 +733,16 @@ def _fuzz(api, path, parameters):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parameters=_PARAMETERS)
-def test_arbitrary_parameters_on_lists_answer_200_or_400(api, blog, parameters):
-    _fuzz(api, "/api/articles", parameters)
+@given(parameters=_PARAMETERS, cursor_profile=st.booleans())
+def test_arbitrary_parameters_on_lists_answer_200_or_400(api, blog, parameters, cursor_profile):
+    _fuzz(api, "/api/articles", parameters, cursor_profile)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parameters=_PARAMETERS, linkage=st.booleans())
-def test_arbitrary_parameters_on_related_and_linkage_answer_200_or_400(api, blog, parameters, linkage):
+@given(parameters=_PARAMETERS, linkage=st.booleans(), cursor_profile=st.booleans())
+def test_arbitrary_parameters_on_related_and_linkage_answer_200_or_400(api, blog, parameters, linkage, cursor_profile):
     owner = blog["alice"].id
-    _fuzz(api, f"/api/users/{owner}/{'relationships/' if linkage else ''}articles", parameters)
+    _fuzz(api, f"/api/users/{owner}/{'relationships/' if linkage else ''}articles", parameters, cursor_profile)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
