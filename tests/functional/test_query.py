@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonapi_blog.models import Article, Comment, Tag, User, UserProfile
+from jsonapi_blog.models import Article, Comment, Tag, UserProfile
 from jsonapi_pyramid.pagination import ERROR_TYPES, PROFILE
 
 BASE = "http://example.test/api"
