@@ -515,10 +515,12 @@ def _check_unique_link(request, relationship, entity, target_entity, pointer: st
 def validate_linkage(request, context, data, *, mode: str):
     """Check the ``data`` of a relationship endpoint write. ``mode`` is ``"replace"`` (PATCH),
     ``"add"`` (POST) or ``"remove"`` (DELETE). Returns the resolved entity (or None) for a to-one,
-    the list of entities for a to-many. ``data`` that is neither an object, an array nor null
-    (or null for a to-many) is a 400; an array for a to-one, an object for a to-many: 422."""
+    the list of entities for a to-many. Top-level ``data`` of the wrong kind is a 400, as
+    CONTRACT.md section 6 fixes: not an array on a to-many endpoint, not an object or null on a
+    to-one endpoint. (Inside a resource payload the same mistake is a 422 on that relationship.)"""
     relationship = context.relationship
-    if not isinstance(data, (dict, list)) and not (data is None and not relationship.many):
+    shape_ok = isinstance(data, list) if relationship.many else (data is None or isinstance(data, dict))
+    if not shape_ok:
         kind = "an array of resource identifier objects" if relationship.many else "a resource identifier object or null"
         raise BadRequest(f"data must be {kind}.", pointer="/data")
     failures = Failures()

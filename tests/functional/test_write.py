@@ -476,7 +476,7 @@ def test_to_many_many_to_many_on_users_roles(send, blog, db):
 
 
 @pytest.mark.parametrize("data,status,pointer", [
-    ({"type": "tags", "id": "1"}, 422, "/data"),
+    ({"type": "tags", "id": "1"}, 400, "/data"),  # CONTRACT section 6: not an array on a to-many endpoint
     (None, 400, "/data"),
     ("tags", 400, "/data"),
     ([{"type": "users", "id": "1"}], 422, "/data/0/type"),
@@ -532,7 +532,7 @@ def test_uuid_to_one_replace(send, blog, db):
 
 
 @pytest.mark.parametrize("data,status", [
-    ([identifier("users", 1)], 422),
+    ([identifier("users", 1)], 400),  # CONTRACT section 6: not an object on a to-one endpoint
     ("users", 400),
     ({"type": "tags", "id": "1"}, 422),
 ])
