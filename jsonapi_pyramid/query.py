@@ -26,6 +26,7 @@ __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "pa
 FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
 _LIST_OPERATORS = {"in", "nin"}
 _TEXT_OPERATORS = {"contains", "icontains", "startswith"}
+_ORDER_OPERATORS = {"lt", "lte", "gt", "gte"}
 
 _FAMILIES = ("include", "fields", "sort", "filter", "page", "meta")
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
@@ -255,6 +256,8 @@ def _parse_filter(registry, definition, parameter, key, op, raw) -> FilterTerm:
         if parse_id is not None or not isinstance(column_type, sqltypes.String):
             raise BadRequest(f"{operator!r} applies to text fields only.", parameter=parameter)
         return FilterTerm(parameter, path, operator, raw)
+    if operator in _ORDER_OPERATORS and parse_id is None and isinstance(column_type, sqltypes.Boolean):
+        raise BadRequest(f"{operator!r} does not apply to true/false fields.", parameter=parameter)
     if operator in _LIST_OPERATORS or (op is None and "," in raw):
         operator = {"eq": "in"}.get(operator, operator)
         values = [_parse_value(item, column_type, parse_id, parameter) for item in raw.split(",")]

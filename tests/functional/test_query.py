@@ -318,6 +318,12 @@ def test_non_filterable_or_malformed_filters_are_400(api, blog, query, parameter
     error_of(api, f"/api/articles?{query}", parameter)
 
 
+@pytest.mark.parametrize("op", ["lt", "lte", "gt", "gte"])
+def test_ordering_operators_on_true_false_fields_are_400(api, blog, op):
+    # found by the OpenAPI fuzz run: SQLAlchemy refuses < and > on booleans (was a 500)
+    error_of(api, f"/api/users?filter[active][{op}]=true", f"filter[active][{op}]")
+
+
 # -- sorting -------------------------------------------------------------------------------------------
 
 def test_sort_ascending_descending_and_several_keys(api, catalog):
