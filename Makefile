@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet --upgrade pip 'setuptools<81' wheel
 	$(BIN)/pip install --quiet -e '.[testing]'
 	touch $(STAMP)
 

@@ -2,6 +2,8 @@ from setuptools import find_packages, setup
 
 requires = [
     "pyramid>=2.0,<3",
+    # Pyramid 2.1 imports pkg_resources at run time; setuptools 82 and later no longer ship it.
+    "setuptools>=61,<81",
     "waitress>=3",
     "SQLAlchemy>=2.0,<3",
     "zope.sqlalchemy>=3",
