@@ -33,6 +33,10 @@ _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>
 # JSON:API 1.1: the base name of a family (before any "[") of implementation-specific parameters
 # has at least one character outside a-z; an all a-z base name is reserved for the specification.
 _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
+# ... and, like every member name, starts and ends with a letter or digit and holds only letters,
+# digits, "-" and "_" (plus the bracketed keys of its family). Anything else is a 400, so
+# ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
+_MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -114,7 +118,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         seen.add(name)
         base_name = name.split("[", 1)[0]
         if base_name not in _FAMILIES:
-            if _IMPLEMENTATION_SPECIFIC.search(base_name):
+            if _IMPLEMENTATION_SPECIFIC.search(base_name) and _MEMBER_NAME.fullmatch(name):
                 continue  # implementation-specific: ignored, as JSON:API 1.1 allows
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         match = _FAMILY.match(name)

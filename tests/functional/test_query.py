@@ -655,9 +655,19 @@ def test_unknown_parameter_families_are_400(api, blog, query):
     error_of(api, f"/api/articles?{query}", query.split("=")[0])
 
 
-@pytest.mark.parametrize("query", ["cacheBuster=1", "_=2", "sortBy=x", "page_size=5", "my-param[x]=1", "x1=2"])
+@pytest.mark.parametrize("query", ["cacheBuster=1", "sortBy=x", "page_size=5", "my-param[x]=1", "x1=2"])
 def test_implementation_specific_parameters_are_ignored(api, blog, query):
     assert api.get(f"/api/articles?{query}").status_int == 200
+
+
+@pytest.mark.parametrize("query,parameter", [
+    ("_=2", "_"),  # not a valid member name: JSON:API 1.1 says 400
+    ("sort=title;DROP TABLE articles", "DROP TABLE articles"),  # WebOb splits on ";"
+    ("my param=1", "my param"),
+    ("-x=1", "-x"),
+])
+def test_names_that_are_not_member_names_are_400(api, blog, query, parameter):
+    error_of(api, f"/api/articles?{query}", parameter)
 
 
 def test_invalid_utf8_in_the_query_is_400(api, blog):
