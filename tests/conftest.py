@@ -29,7 +29,7 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from jsonapi_blog import main
+from jsonapi_blog import main, passwords
 from jsonapi_blog.initdb import migrate
 from jsonapi_blog.models import Base
 
@@ -113,6 +113,13 @@ APP_SETTINGS = {
     "blog.argon2_memory_cost": "64",
     "retry.attempts": "1",
 }
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing():
+    """The argon2 parameters are process-wide: a test that builds an app with default settings
+    would leave every later test hashing at production cost (0.3 s a password). Reset them."""
+    passwords.configure(APP_SETTINGS["blog.argon2_time_cost"], APP_SETTINGS["blog.argon2_memory_cost"])
 
 
 @pytest.fixture(scope="session")
