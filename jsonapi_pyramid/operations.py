@@ -31,11 +31,12 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .contract import get_registry
 from .document import DocumentBuilder
-from .errors import BadRequest, MethodNotAllowed, ValidationFailed
+from .errors import BadRequest, MethodNotAllowed
 from .loading import Loaded, load_includes
 from .query import parse_query
 from .renderer import json_response
 from .security import Permission
+from .validation import resolve_identifiers
 
 __all__ = [
     "Operation",
@@ -161,45 +162,10 @@ def request_data(request, *, many: bool | None = None):
 
 
 def linkage_entities(request, definition, identifiers: Iterable, pointer: str = "/data") -> list:
-    """Load the resources named by a list of ``{type, id}`` (one statement, through the type's
-    visibility: a row the caller may not see fails like a missing one). Every bad item is a 422
-    pointing at it; the entities come back in the order given, without duplicates."""
-    from sqlalchemy import select
-
-    identifiers = list(identifiers)
-    limit = get_registry(request).settings["max_linkage_items"]
-    if len(identifiers) > limit:
-        raise ValidationFailed([(pointer, f"At most {limit} resource identifier objects may be sent at once.")])
-    failures = []
-    wanted = []
-    for index, identifier in enumerate(identifiers):
-        at = f"{pointer}/{index}"
-        if not isinstance(identifier, dict) or not isinstance(identifier.get("type"), str) \
-                or not isinstance(identifier.get("id"), str):
-            failures.append((at, "A resource identifier needs a string `type` and a string `id`."))
-            continue
-        if identifier["type"] != definition.type:
-            failures.append((f"{at}/type", f"Expected type {definition.type!r}."))
-            continue
-        try:
-            wanted.append((at, definition.parse_id(identifier["id"])))
-        except (TypeError, ValueError):
-            failures.append((f"{at}/id", f"No {definition.type} with id {identifier['id']!r}."))
-    found = {}
-    if wanted:
-        model = definition.model
-        id_column = getattr(model, definition.id_attribute)
-        statement = select(model).where(id_column.in_({resource_id for _at, resource_id in wanted}))
-        criterion = definition.visibility(request)
-        if criterion is not None:
-            statement = statement.where(criterion)
-        found = {getattr(entity, definition.id_attribute): entity for entity in request.dbsession.scalars(statement)}
-    for at, resource_id in wanted:
-        if resource_id not in found:
-            failures.append((f"{at}/id", f"No {definition.type} with id {str(resource_id)!r}."))
-    if failures:
-        raise ValidationFailed(failures)
-    return list({id(found[resource_id]): found[resource_id] for _at, resource_id in wanted}.values())
+    """Load the resources named by a list of ``{type, id}`` with the library's resource identifier
+    rule (``validation.resolve_identifiers``): one statement, through the type's visibility, every
+    bad item a 422 pointing at it; the entities come back in the order given, without duplicates."""
+    return resolve_identifiers(request, definition, list(identifiers), pointer)
 
 
 # -- answering -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ The library makes a new transformer per request and type (the seed's ``transform
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from operator import attrgetter, itemgetter
@@ -99,10 +100,9 @@ class Transformer:
             if fast is _UNKNOWN:
                 fast = _FAST_READERS.setdefault(key, _fast_reader(self, type(entity), names))
             if fast is not None:
-                try:
+                # KeyError: an attribute not loaded (expired or deferred): read it the ORM's way below.
+                with contextlib.suppress(KeyError):
                     return dict(zip(names, fast(entity.__dict__)))
-                except KeyError:  # an attribute not loaded (expired or deferred): read it the ORM's way
-                    pass
         getters = self._getters
         return {name: getters[name](entity) for name in names}
 

@@ -95,15 +95,15 @@ def test_batch_with_an_unknown_id_changes_nothing(api, blog, auth_headers, make_
     carol = make_user("carol@example.com", active=False)
     headers = auth_headers(blog["admin"])
     response = post(api, "/api/users/activate", linkage(blog["bob"], "999999", carol, "x1"), headers, status=422)
-    assert sorted(e["source"]["pointer"] for e in response.json["errors"]) == ["/data/1/id", "/data/3/id"]
+    assert sorted(e["source"]["pointer"] for e in response.json["errors"]) == ["/data/1", "/data/3"]
     assert all(e["title"] == "Validation Error" for e in response.json["errors"])
     assert not is_active(db, blog["bob"]) and not is_active(db, carol)
 
 
 @pytest.mark.parametrize("document,status,pointer", [
     ({"data": [{"type": "articles", "id": "1"}]}, 422, "/data/0/type"),
-    ({"data": [{"type": "users", "id": 1}]}, 422, "/data/0"),
-    ({"data": [{"type": "users"}]}, 422, "/data/0"),
+    ({"data": [{"type": "users", "id": 1}]}, 422, "/data/0/id"),
+    ({"data": [{"type": "users"}]}, 422, "/data/0/id"),
     ({"data": {"type": "users", "id": "1"}}, 400, "/data"),
     ({"meta": {}}, 400, ""),
 ])

@@ -20,7 +20,7 @@ from schemathesis.checks import (
 )
 from sqlalchemy import select
 
-from jsonapi_blog.models import Token, User, UserProfile
+from jsonapi_blog.models import Token
 from jsonapi_pyramid import openapi
 from jsonapi_pyramid.contract import get_registry
 from jsonapi_pyramid.traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
