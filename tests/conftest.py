@@ -69,12 +69,12 @@ def _sqlite_database(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def _postgresql_database():
+def _postgresql_database(prefix: str = "jsonapi_test"):
     server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL)
     if server.drivername == "postgresql":
         server = server.set(drivername="postgresql+psycopg")
     admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    name = f"jsonapi_test_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
@@ -89,6 +89,13 @@ def _postgresql_database():
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def new_postgresql_database():
+    """``with new_postgresql_database(prefix) as url:`` a new, empty PostgreSQL database, dropped
+    afterwards (for tests that need one of their own)."""
+    return _postgresql_database
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

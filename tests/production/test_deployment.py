@@ -6,15 +6,13 @@ import os
 import pathlib
 import subprocess
 import sys
-import uuid
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from pyramid.exceptions import ConfigurationError
 from pyramid.paster import get_appsettings
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import create_engine, inspect
 
 from jsonapi_blog import main
 from jsonapi_blog.models import Base
@@ -70,23 +68,13 @@ def test_database_url_overrides_the_ini(monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def empty_database(backend, tmp_path):
+def empty_database(backend, tmp_path, new_postgresql_database):
     """A new, empty database on the session's backend."""
     if backend == "sqlite":
         yield f"sqlite:///{tmp_path}/alembic.sqlite"
         return
-    server = make_url(os.environ.get("TEST_DATABASE_URL") or "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-    server = server.set(drivername="postgresql+psycopg")
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    name = f"jsonapi_alembic_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with new_postgresql_database("jsonapi_alembic") as url:
+        yield url
 
 
 def test_alembic_upgrade_head_with_database_url(empty_database, backend, tmp_path):
