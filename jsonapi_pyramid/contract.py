@@ -22,6 +22,7 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
+from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql.sqltypes import Integer, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
@@ -96,6 +97,8 @@ class ResourceDefinition:
         self.id_column = None
         self.parse_id: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
+        #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
+        self.record_columns: tuple | None = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
@@ -143,6 +146,7 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
+        self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
                 raise ConfigurationError(f"{model.__name__}: restricted field {name!r} is not an attribute")
@@ -158,6 +162,20 @@ class ResourceDefinition:
         if not isinstance(collection, RelationshipsCollection):
             raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
         self.relationships = collection
+
+    def _record_columns(self, mapper, transformer: Transformer) -> tuple | None:
+        """The columns of a record of this type (``transformer`` module): the id, the column
+        attribute of every attribute, then the transformer's ``reads``, each labelled with its
+        attribute name. None when records cannot stand in for instances (see ``Transformer``)."""
+        if transformer.entities:
+            return None
+        keys = [transformer.entity_attribute(name) for name in self.attributes]
+        reads = [key for key in transformer.reads if key != self.id_attribute and key not in keys]
+        for key in (*keys, *reads):
+            if key == self.id_attribute or not isinstance(mapper.attrs.get(key), ColumnProperty):
+                return None
+        keys = [self.id_attribute, *keys, *reads]
+        return tuple(getattr(self.model, key).label(key) for key in keys)
 
     def resolve_links(self, registry: "Registry") -> None:
         """Second pass, once every type is known: relationships and filter/sort declarations."""

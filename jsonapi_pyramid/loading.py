@@ -120,21 +120,35 @@ def _apply_sort(request, definition, plan, statement):
 
 def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None) -> Loaded:
     """The primary rows of a collection read: one page, plus the count when asked for."""
-    model = definition.model
+    records = definition.record_columns
+    leading = records if records is not None else (definition.model,)
     page = plan.page
     if page.cursor:
-        statement, keys = _collection_parts(request, definition, plan, parent=parent,
-                                            columns=(model, *(key.column for key in keys_of(request, definition, plan))))
-        rows, cursors = load_cursor_page(request, statement, keys, plan, 1)
+        # the sort key values after the record's columns, labelled apart from them
+        key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
+                            for index, key in enumerate(keys_of(request, definition, plan)))
+        statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=leading + key_columns)
+        read = (lambda statement: read_records(request, statement)) if records is not None else None
+        rows, cursors = load_cursor_page(request, statement, keys, plan, len(leading), read)
         loaded = Loaded(definition, rows, cursors=cursors)
     else:
-        statement = collection_statement(request, definition, plan, parent=parent)
-        offset = (page.number - 1) * page.size
-        rows = request.dbsession.scalars(statement.offset(offset).limit(page.size + 1)).all()
+        statement = collection_statement(request, definition, plan, parent=parent, columns=leading)
+        statement = statement.offset((page.number - 1) * page.size).limit(page.size + 1)
+        rows = read_records(request, statement) if records is not None else request.dbsession.scalars(statement).all()
         loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
     return loaded
+
+
+def read_records(request, statement, parameters=None) -> list:
+    """Rows of ``statement`` on the session's connection (its transaction), without the ORM's
+    result processing: records (see ``transformer``). Pending changes are flushed first, as the
+    ORM's autoflush would."""
+    session = request.dbsession
+    if session.autoflush:
+        session.flush()
+    return session.connection().execute(statement, parameters).all()
 
 
 def keys_of(request, definition, plan) -> list[OrderKey]:
@@ -193,7 +207,9 @@ def load_includes(request, loaded: Loaded, tree: dict) -> None:
 def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set) -> None:
     if not parents or not tree:
         return
-    ids = list({getattr(parent, definition.id_attribute) for parent in parents})
+    id_attribute = definition.id_attribute
+    parent_ids = [getattr(parent, id_attribute) for parent in parents]
+    parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
@@ -201,33 +217,42 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         criterion = target.visibility(request)
         if criterion is not None:
             statement = statement.where(criterion)
+        if target.record_columns is not None:  # records: (*record columns, parent id)
+            pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
+        else:  # (parent id, instance)
+            pairs = request.dbsession.execute(statement, parameters).all()
         by_parent: dict[Any, list] = {}
-        children = []
-        for parent_id, child in request.dbsession.execute(statement, {"jsonapi_parent_ids": ids}):
+        children = {}  # identity -> child, each resource once for the next level
+        for parent_id, child in pairs:
             by_parent.setdefault(parent_id, []).append(child)
             key = (target.type, target.identity(child))
-            if key not in seen:
-                seen.add(key)
-                loaded.included.append((target, child))
-            children.append(child)
-        for parent in parents:
-            members = by_parent.get(getattr(parent, definition.id_attribute), [])
-            slot = loaded.linkage.setdefault((definition.type, definition.identity(parent)), {})
+            if key not in children:
+                children[key] = child
+                if key not in seen:
+                    seen.add(key)
+                    loaded.included.append((target, child))
+        linkage = loaded.linkage
+        for parent, parent_id in zip(parents, parent_ids):
+            members = by_parent.get(parent_id, [])
+            slot = linkage.setdefault((definition.type, str(parent_id)), {})
             slot[name] = members if relationship.many else (members[0] if members else None)
-        _load_level(request, loaded, target, list({id(c): c for c in children}.values()), subtree, seen)
+        _load_level(request, loaded, target, list(children.values()), subtree, seen)
 
 
 def _include_statement(definition, relationship):
     """``SELECT owner.id, target ... JOIN ... WHERE owner.id IN (:jsonapi_parent_ids)`` of one
-    relationship, built once per process (visibility is added per read)."""
+    relationship, built once per process (visibility is added per read). A target read as records
+    selects the record's columns and the owner's id last."""
     key = (definition.model, relationship.prop.key)
     statement = _INCLUDE_STATEMENTS.get(key)
     if statement is None:
         target = relationship.target_definition
         owner = _owner(definition.model)
         owner_id = getattr(owner, definition.id_attribute)
+        columns = ((*target.record_columns, owner_id.label("jsonapi_parent_id"))
+                   if target.record_columns is not None else (owner_id, target.model))
         statement = (
-            select(owner_id, target.model)
+            select(*columns)
             .select_from(owner)
             .join(getattr(owner, relationship.prop.key))
             .where(owner_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))

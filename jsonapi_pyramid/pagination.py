@@ -273,9 +273,10 @@ class CursorPage:
     profile: str = PROFILE
 
 
-def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: int):
+def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: int, read=None):
     """Run one keyset page of ``statement`` (unordered; its first ``n_leading`` columns are what
-    the caller wants, the sort key values follow). Returns (rows of the leading columns, CursorPage)."""
+    the caller wants, the sort key values follow). Returns (rows of the leading columns, CursorPage);
+    with ``read`` (statement -> rows, such as ``loading.read_records``) the whole rows it returns."""
     page = plan.page
     settings = request.registry.jsonapi.settings
     codec = CursorCodec(settings["cursor_secret"], cursor_scope(request, plan))
@@ -288,7 +289,7 @@ def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: 
         statement = statement.where(keyset_criterion(keys, before[0], after=False, inclusive=before[1]))
     backwards = before is not None and after is None
     statement = statement.order_by(*(key.clause(reverse=backwards) for key in keys)).limit(page.size + 1)
-    rows = request.dbsession.execute(statement).all()
+    rows = read(statement) if read is not None else request.dbsession.execute(statement).all()
     more = len(rows) > page.size
     rows = rows[: page.size]
     if backwards:
@@ -308,7 +309,9 @@ def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: 
         prev_cursor = cursors[0] if rows else codec.encode(after[0], inclusive=not after[1])
     meta = {"rangeTruncated": True} if (after is not None and before is not None and more) else {}
     links = cursor_links(request, prev_cursor, next_cursor)
-    return [row[:n_leading] if n_leading > 1 else row[0] for row in rows], CursorPage(links, meta, cursors)
+    if read is None:
+        rows = [row[:n_leading] if n_leading > 1 else row[0] for row in rows]
+    return rows, CursorPage(links, meta, cursors)
 
 
 def cursor_links(request, prev_cursor: str | None, next_cursor: str | None) -> dict:

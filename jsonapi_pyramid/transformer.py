@@ -11,6 +11,15 @@ query per document instead of one per resource. ``count_of("comments")`` builds 
 
 The library makes a new transformer per request and type (the seed's ``transformer()``), and sets
 ``request`` and ``definition`` on it, so a transformer may tailor what it shows to the caller.
+
+Records. On reads (lists, related collections, includes) the library does not build ORM instances:
+it selects the columns the transformer needs and hands ``transform`` and the meta methods a
+*record*, a SQLAlchemy ``Row`` whose attributes are the entity's: the id attribute, the column
+attribute behind every name in ``attributes``, and the attributes listed in ``reads`` (for a
+``transform`` override that looks at more columns). ``record.id``, ``record.created_at`` read as
+they do on an instance. A type whose attributes are not all plain column attributes (a Python
+property, a hybrid, a relationship), or whose transformer sets ``entities = True``, is read as
+mapped instances instead, as are the resources of single reads and write answers.
 """
 from __future__ import annotations
 
@@ -19,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping
 from operator import attrgetter, itemgetter
 from typing import Any, Callable
+
+from sqlalchemy.engine import Row
 
 __all__ = ["Transformer", "meta_method_name", "snake_case"]
 
@@ -66,6 +77,21 @@ def _fast_reader(transformer: "Transformer", entity_class: type, names: tuple):
     return itemgetter(*keys)
 
 
+def _positions_getter(transformer: "Transformer", names: tuple) -> Callable[[Any], tuple]:
+    """A C-level reader of the values of ``names`` from a record (by attribute name for a name the
+    record layout does not hold, such as one a ``transform`` override asks for)."""
+    positions = transformer._record_positions
+    if any(name not in positions for name in names):
+        keys = tuple(transformer.entity_attribute(name) for name in names)
+        return lambda record: tuple(getattr(record, key) for key in keys)
+    if not names:
+        return lambda record: ()
+    if len(names) == 1:
+        only = positions[names[0]]
+        return lambda record: (record[only],)
+    return itemgetter(*(positions[name] for name in names))
+
+
 class Transformer:
     """Base transformer. Subclasses set ``attributes`` and, when they have metas,
     ``available_metas`` with one ``meta_<snake_case>`` method each."""
@@ -73,9 +99,17 @@ class Transformer:
     attributes: tuple[str, ...] = ()
     attribute_map: Mapping[str, str] = {}
     available_metas: tuple[str, ...] = ()
+    #: More column attributes a ``transform`` override or a meta method reads from a record.
+    reads: tuple[str, ...] = ()
+    #: True: always receive mapped instances (the transformer walks relationships, calls methods...).
+    entities: bool = False
 
     #: Filled once per class by ``prepare()`` at configuration commit: JSON name -> getter.
     _getters: dict[str, Callable[[Any], Any]]
+    #: Record layout (set by the resource definition): JSON name -> position in a record, and
+    #: names tuple -> the getter of those positions.
+    _record_positions: dict[str, int] = {}
+    _record_getters: dict[tuple, Callable[[Any], tuple]] = {}
 
     request = None
     definition = None
@@ -86,6 +120,8 @@ class Transformer:
         cls._getters = {
             name: attrgetter(cls.attribute_map.get(name, snake_case(name))) for name in cls.attributes
         }
+        cls._record_positions = {name: 1 + index for index, name in enumerate(cls.attributes)}
+        cls._record_getters = {}
 
     def entity_attribute(self, name: str) -> str:
         """The entity attribute behind the JSON attribute ``name``."""
@@ -93,7 +129,15 @@ class Transformer:
 
     def transform(self, entity: Any, names: Iterable[str]) -> dict[str, Any]:
         """The ``attributes`` object of ``entity``, restricted to ``names`` (already filtered by
-        sparse fieldsets). Override to hide or add values; call ``super()`` for the rest."""
+        sparse fieldsets). ``entity`` is a mapped instance or a record (see the module's doc).
+        Override to hide or add values; call ``super()`` for the rest."""
+        if type(entity) is Row:  # a record: (id, *attributes, *reads, ...) by position
+            if type(names) is not tuple:
+                names = tuple(names)
+            getter = self._record_getters.get(names)
+            if getter is None:
+                getter = self._record_getters.setdefault(names, _positions_getter(self, names))
+            return dict(zip(names, getter(entity)))
         if type(names) is tuple:
             key = (type(entity), names)
             fast = _FAST_READERS.get(key, _UNKNOWN)
