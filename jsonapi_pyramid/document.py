@@ -12,23 +12,16 @@ from urllib.parse import quote, urlencode
 
 from pyramid.traversal import find_interface
 
+from sqlalchemy.engine import Row
+
 from .contract import ResourceDefinition
 from .loading import Loaded
 from .query import QueryPlan
+from .transformer import Transformer
 
 __all__ = ["DocumentBuilder"]
 
 JSONAPI = {"version": "1.1"}
-
-
-def _linkage_builder(relationship):
-    """``value -> linkage data`` of one relationship (a list of identifiers, one, or None)."""
-    target = relationship.target_definition
-    type_name = target.type
-    get_id = attrgetter(target.id_attribute)
-    if relationship.many:
-        return lambda members: [{"type": type_name, "id": str(get_id(member))} for member in members]
-    return lambda value: None if value is None else {"type": type_name, "id": str(get_id(value))}
 
 
 def api_base(request) -> str:
@@ -51,20 +44,20 @@ class DocumentBuilder:
     # -- resource objects --------------------------------------------------------------------
     def _shape(self, definition: ResourceDefinition):
         """What resources of ``definition``'s type show in this document, worked out once:
-        (transformer, attributes, relationships, per-relationship link suffixes and linkage
-        builders, the id getter, the type's URL prefix)."""
+        (transformer, attributes, per-relationship names and link suffixes, the id getter, the
+        type's URL prefix, and the reader of a record's attribute values when the transformer's
+        own ``transform`` is not overridden, else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
             attributes = definition.attributes if wanted is None else tuple(a for a in definition.attributes if a in wanted)
             names = definition.relationships.names()
             relationships = names if wanted is None else tuple(r for r in names if r in wanted)
-            members = tuple(
-                (name, f"/relationships/{name}", f"/{name}", _linkage_builder(definition.relationships[name]))
-                for name in relationships
-            )
-            shape = (definition.new_transformer(self.request), attributes, relationships, members,
-                     attrgetter(definition.id_attribute), f"{self.base}{definition.type}/")
+            members = tuple((name, f"/relationships/{name}", f"/{name}") for name in relationships)
+            transformer = definition.new_transformer(self.request)
+            plain = type(transformer).transform is Transformer.transform and definition.record_columns is not None
+            shape = (transformer, attributes, members, attrgetter(definition.id_attribute),
+                     f"{self.base}{definition.type}/", transformer.record_reader(attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
 
@@ -72,24 +65,31 @@ class DocumentBuilder:
         return f"{self.base}{definition.type}/{resource_id}"
 
     def resource(self, definition: ResourceDefinition, entity, linkage: dict | None = None) -> dict:
-        transformer, attributes, _names, members, get_id, prefix = self._shapes.get(definition.type) or self._shape(definition)
+        """The resource object of an instance or a record; ``linkage``: ``Loaded.linkage``."""
+        transformer, attributes, members, get_id, prefix, read_record = (
+            self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
-        resource_id = str(get_id(entity))
+        if read_record is not None and type(entity) is Row:
+            resource_id = str(entity[0])
+            shown = dict(zip(attributes, read_record(entity)))
+        else:
+            resource_id = str(get_id(entity))
+            shown = transformer.transform(entity, attributes)
         url = prefix + resource_id
-        obj = {"type": type_name, "id": resource_id, "attributes": transformer.transform(entity, attributes)}
+        obj = {"type": type_name, "id": resource_id, "attributes": shown}
         if members:
             links = linkage.get((type_name, resource_id)) if linkage else None
             if links:
                 relationships = {}
-                for name, self_suffix, related_suffix, data in members:
+                for name, self_suffix, related_suffix in members:
                     member = {"links": {"self": url + self_suffix, "related": url + related_suffix}}
                     if name in links:
-                        member["data"] = data(links[name])
+                        member["data"] = links[name]
                     relationships[name] = member
             else:
                 relationships = {
                     name: {"links": {"self": url + self_suffix, "related": url + related_suffix}}
-                    for name, self_suffix, related_suffix, _data in members
+                    for name, self_suffix, related_suffix in members
                 }
             obj["relationships"] = relationships
         obj["links"] = {"self": url}
@@ -100,9 +100,6 @@ class DocumentBuilder:
                 if meta:
                     obj["meta"] = meta
         return obj
-
-    def _linkage_data(self, relationship, value):
-        return _linkage_builder(relationship)(value)
 
     def identifier(self, definition: ResourceDefinition, resource_id, with_link: bool = False) -> dict:
         resource_id = str(resource_id)

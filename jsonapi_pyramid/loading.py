@@ -14,9 +14,11 @@ lists, counts, includes, related reads, linkage reads and the EXISTS of dotted f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, aliased
 
 from .contract import ResourceDefinition
@@ -50,7 +52,8 @@ class Loaded:
     has_next: bool = False
     has_prev: bool = False
     total: int | None = None
-    #: (type, id) -> {relationship name: entity | None | [entities]}, for relationships on include paths
+    #: (type, id) -> {relationship name: linkage data (identifier | None | [identifiers])}, for
+    #: the relationships on include paths
     linkage: dict = field(default_factory=dict)
     #: included entities in first-seen order, as (definition, entity)
     included: list = field(default_factory=list)
@@ -200,19 +203,31 @@ def load_related_one(request, parent_definition, relationship, parent_entity):
 
 def load_includes(request, loaded: Loaded, tree: dict) -> None:
     """Walk the include tree: one statement per node, for all parents of that node at once."""
-    seen = {(loaded.definition.type, loaded.definition.identity(entity)) for entity in loaded.primary}
+    if not tree or not loaded.primary:
+        return
+    get_id = _id_getter(loaded.definition)
+    seen = {(loaded.definition.type, str(get_id(entity))) for entity in loaded.primary}
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
 
 
+def _id_getter(definition):
+    """Reads the id of an instance or a record (whose first column is the id) of ``definition``."""
+    by_attribute = attrgetter(definition.id_attribute)
+    return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
+
+
 def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set) -> None:
+    """One level of the include tree. The linkage of each parent is stored as the document shows
+    it: resource identifiers (one object per related resource, shared by every parent naming it)."""
     if not parents or not tree:
         return
-    id_attribute = definition.id_attribute
-    parent_ids = [getattr(parent, id_attribute) for parent in parents]
+    get_id = _id_getter(definition)
+    parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
+        target_type = target.type
         statement = _include_statement(definition, relationship)
         criterion = target.visibility(request)
         if criterion is not None:
@@ -221,22 +236,32 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
             pairs = request.dbsession.execute(statement, parameters).all()
+        child_id = _id_getter(target)
         by_parent: dict[Any, list] = {}
-        children = {}  # identity -> child, each resource once for the next level
+        identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
+        children = []
         for parent_id, child in pairs:
-            by_parent.setdefault(parent_id, []).append(child)
-            key = (target.type, target.identity(child))
-            if key not in children:
-                children[key] = child
+            resource_id = str(child_id(child))
+            identifier = identifiers.get(resource_id)
+            if identifier is None:
+                identifier = identifiers[resource_id] = {"type": target_type, "id": resource_id}
+                children.append(child)
+                key = (target_type, resource_id)
                 if key not in seen:
                     seen.add(key)
                     loaded.included.append((target, child))
+            members = by_parent.get(parent_id)
+            if members is None:
+                by_parent[parent_id] = [identifier]
+            else:
+                members.append(identifier)
         linkage = loaded.linkage
-        for parent, parent_id in zip(parents, parent_ids):
-            members = by_parent.get(parent_id, [])
+        many = relationship.many
+        for parent_id in parent_ids:
+            members = by_parent.get(parent_id)
             slot = linkage.setdefault((definition.type, str(parent_id)), {})
-            slot[name] = members if relationship.many else (members[0] if members else None)
-        _load_level(request, loaded, target, list(children.values()), subtree, seen)
+            slot[name] = (members or []) if many else (members[0] if members else None)
+        _load_level(request, loaded, target, children, subtree, seen)
 
 
 def _include_statement(definition, relationship):

@@ -134,10 +134,7 @@ class Transformer:
         if type(entity) is Row:  # a record: (id, *attributes, *reads, ...) by position
             if type(names) is not tuple:
                 names = tuple(names)
-            getter = self._record_getters.get(names)
-            if getter is None:
-                getter = self._record_getters.setdefault(names, _positions_getter(self, names))
-            return dict(zip(names, getter(entity)))
+            return dict(zip(names, self.record_reader(names)(entity)))
         if type(names) is tuple:
             key = (type(entity), names)
             fast = _FAST_READERS.get(key, _UNKNOWN)
@@ -149,6 +146,13 @@ class Transformer:
                     return dict(zip(names, fast(entity.__dict__)))
         getters = self._getters
         return {name: getters[name](entity) for name in names}
+
+    def record_reader(self, names: tuple) -> Callable[[Any], tuple]:
+        """The values of ``names`` from a record, in that order (one C call)."""
+        getter = self._record_getters.get(names)
+        if getter is None:
+            getter = self._record_getters.setdefault(names, _positions_getter(self, names))
+        return getter
 
     def compute_metas(self, entities: list, fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
         """Requested meta fields that this transformer makes available: field -> {entity: value}.
