@@ -1,9 +1,11 @@
 """The database session of a request, the way Pyramid applications wire it.
 
 ``config.include("jsonapi_pyramid.db")`` builds an engine from the ``sqlalchemy.*`` settings,
-turns on pyramid_tm (one transaction per request: committed when the view succeeds, aborted when
-anything raises, also when an exception view renders the error) and adds ``request.dbsession``,
-joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
+turns on pyramid_tm for the methods that write (one transaction per request: committed when the
+view succeeds, aborted when anything raises, also when an exception view renders the error) and
+adds ``request.dbsession``, joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
+GET, HEAD and OPTIONS get a plain session whose database transaction is rolled back when the
+request ends (``writes_only``; set ``tm.activate_hook`` to change which requests pyramid_tm manages).
 An application that manages its own sessions just provides ``request.dbsession`` itself.
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
@@ -26,6 +28,7 @@ unavailable database (``errors.py``).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import orjson
@@ -52,6 +55,7 @@ log = logging.getLogger(__name__)
 _ROLLED_BACK = ("40", "23505", "23503")
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
+_FLUSHED = "jsonapi.flushed"
 
 
 def get_engine(settings, prefix: str = "sqlalchemy."):
@@ -70,6 +74,7 @@ def get_engine(settings, prefix: str = "sqlalchemy."):
 def get_session_factory(engine):
     factory = sessionmaker(bind=engine)
     event.listen(factory, "before_commit", _note_commit_started)
+    event.listen(factory, "after_flush", _note_flush)
     return factory
 
 
@@ -157,6 +162,41 @@ def health_view(request):
     response.headers.update(headers)
     response.cache_control = "no-store"
     return response
+
+
+SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
+
+
+def writes_only(request) -> bool:
+    """pyramid_tm's activate hook: a transaction for the methods that may write. A read runs its
+    statements in one database transaction all the same (the session's), rolled back at its end
+    (``read_session``), without the two-phase commit machinery a read has no use for."""
+    return request.method not in SAFE_METHODS
+
+
+def read_session(session_factory, request):
+    """The session of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): closed, which
+    rolls its database transaction back, when the request is finished. Changes a read flushed are
+    rolled back too, with a warning: writes belong to POST, PATCH and DELETE."""
+    session = session_factory(info={"request": request})
+
+    def close(request):
+        if session.info.get(_FLUSHED):
+            log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
+                        request.method, request.path_info)
+        try:
+            session.close()  # a rollback: it fails when the connection was lost, which the answer already said
+        except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
+            log.info("closing a read's session failed (%s): its connection is discarded", exc.__class__.__name__)
+            with contextlib.suppress(Exception):
+                session.invalidate()
+
+    request.add_finished_callback(close)
+    return session
+
+
+def _note_flush(session, _flush_context) -> None:
+    session.info[_FLUSHED] = True
 
 
 def bound_unsized_body(request):
@@ -253,6 +293,7 @@ def includeme(config):
     # database error could not be rendered as a JSON:API 503; the views look it up when they need it.
     settings.setdefault("tm.annotate_user", "false")
     settings.setdefault("retry.activate_hook", bound_unsized_body)
+    settings.setdefault("tm.activate_hook", writes_only)
     config.include("pyramid_tm")
     config.include("pyramid_retry")
     config.add_tween("jsonapi_pyramid.db.transient_error_tween_factory", over="pyramid_tm.tm_tween_factory")
@@ -266,7 +307,10 @@ def includeme(config):
         # Tests and tools may hand in their own session through the environ.
         session = request.environ.get("app.dbsession")
         if session is None:
-            session = get_tm_session(session_factory, request.tm, request=request)
+            if request.environ.get("tm.active"):
+                session = get_tm_session(session_factory, request.tm, request=request)
+            else:
+                session = read_session(session_factory, request)
         return session
 
     config.add_request_method(dbsession, reify=True)

@@ -223,7 +223,7 @@ def test_a_real_serialization_failure_is_retried(database_url, backend, tmp_path
 
     app = probe_app(database_url, view)
     try:
-        assert app.get("/probe").status_int == 200
+        assert app.post("/probe").status_int == 200  # a write: pyramid_tm manages POST
     finally:
         app.app.registry["db.engine"].dispose()
         other.dispose()
@@ -255,6 +255,47 @@ def test_a_connection_lost_during_commit_is_not_retried(tmp_path):
         return Response("done")
 
     app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", view)
-    response = app.get("/probe", expect_errors=True)
+    response = app.post("/probe", expect_errors=True)
     assert response.status_int == 503
     assert calls == [0]
+
+
+def test_reads_run_without_pyramid_tm_and_never_write(tmp_path, caplog):
+    """GET gets a plain session: its statements share one database transaction, which is rolled
+    back at the end, so a read that writes by mistake leaves nothing behind (and is logged); the
+    same view under POST commits."""
+    from sqlalchemy import Column, Integer, func
+    from sqlalchemy.orm import DeclarativeBase
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Probe(Base):
+        __tablename__ = "probe"
+        id = Column(Integer, primary_key=True)
+
+    seen = []
+
+    def view(request):
+        session = request.dbsession
+        seen.append((request.method, request.environ.get("tm.active", False), "zope.sqlalchemy.events" in session.info))
+        session.add(Probe())
+        session.flush()
+        return Response(str(session.scalar(select(func.count()).select_from(Probe))))
+
+    url = f"sqlite:///{tmp_path}/probe.sqlite"
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    app = probe_app(url, view)
+    caplog.set_level(logging.WARNING, logger="jsonapi_pyramid.db")
+    assert app.get("/probe").text == "1"  # the read saw its own insert ...
+    assert app.get("/probe").text == "1"  # ... which was rolled back
+    assert app.post("/probe").text == "1"
+    assert app.get("/probe").text == "2"  # the POST's insert was committed
+    assert seen[0] == ("GET", False, False) and seen[2] == ("POST", True, True)
+    with engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(Probe)).scalar_one() == 1
+    warnings = [r.getMessage() for r in caplog.records if r.name == "jsonapi_pyramid.db"]
+    assert len(warnings) == 3 and all("rolled back" in w for w in warnings)
+    engine.dispose()
+    app.app.registry["db.engine"].dispose()
