@@ -43,6 +43,40 @@ def _owner(model):
     return alias
 
 
+class StatementCache:
+    """Statements kept from one request to the next.
+
+    SQLAlchemy computes the cache key of a new statement object on each execution (walking the
+    whole statement: more than the rest of the execution of a small read); a statement object that
+    is executed again reuses its key. So the statements of reads whose shape depends only on the
+    resource, the query's structure and the visibility criterion are built once, with their
+    values (ids, page bounds) as bound parameters. A visibility criterion is part of the key by
+    identity: a resource whose ``visible`` returns the same object for a kind of caller (a module
+    constant) gets its statements reused; one that builds a new criterion per request just never
+    hits. The cache is emptied when it reaches ``size`` entries."""
+
+    def __init__(self, size: int = 512):
+        self.size = size
+        self._entries: dict = {}
+
+    def get(self, key: tuple, criteria: tuple, build):
+        """The statement for ``key`` and the criterion objects ``criteria``, built by ``build()``
+        the first time."""
+        key = (key, tuple(id(criterion) for criterion in criteria))
+        entry = self._entries.get(key)
+        if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
+            return entry[1]
+        statement = build()
+        if len(self._entries) >= self.size:
+            self._entries.clear()
+        self._entries[key] = (criteria, statement)  # holds the criteria: their ids stay theirs
+        return statement
+
+
+STATEMENTS = StatementCache()
+_UNSET = object()
+
+
 @dataclass
 class Loaded:
     """What a read found: the primary entities and everything the document needs besides."""
@@ -63,16 +97,20 @@ class Loaded:
 
 # -- collections ---------------------------------------------------------------------------------
 
-def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None):
+def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None,
+                         criterion=_UNSET):
     """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
     paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
-    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
-    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
+    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads).
+    ``criterion``: the type's visibility criterion when the caller already has it."""
+    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns, criterion=criterion)
     return statement.order_by(*(key.clause() for key in keys))
 
 
-def _collection_parts(request, definition, plan, *, parent=None, columns=None) -> tuple[Any, list[OrderKey]]:
-    """The unordered statement of ``collection_statement`` and its order keys (id last)."""
+def _collection_parts(request, definition, plan, *, parent=None, columns=None,
+                      criterion=_UNSET) -> tuple[Any, list[OrderKey]]:
+    """The unordered statement of ``collection_statement`` and its order keys (id last). A
+    ``parent`` id may be a ``bindparam``; ``criterion``: the visibility, when already known."""
     model = definition.model
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
@@ -81,7 +119,8 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None) -
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
             getattr(owner, parent_definition.id_attribute) == parent_id
         )
-    criterion = definition.visibility(request)
+    if criterion is _UNSET:
+        criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
     for term in plan.filters:
@@ -135,13 +174,53 @@ def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, paren
         rows, cursors = load_cursor_page(request, statement, keys, plan, len(leading), read)
         loaded = Loaded(definition, rows, cursors=cursors)
     else:
-        statement = collection_statement(request, definition, plan, parent=parent, columns=leading)
-        statement = statement.offset((page.number - 1) * page.size).limit(page.size + 1)
-        rows = read_records(request, statement) if records is not None else request.dbsession.scalars(statement).all()
+        statement, parameters = _page_statement(request, definition, plan, parent, leading)
+        parameters["jsonapi_offset"] = (page.number - 1) * page.size
+        parameters["jsonapi_limit"] = page.size + 1
+        rows = (read_records(request, statement, parameters) if records is not None
+                else request.dbsession.scalars(statement, parameters).all())
         loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
     return loaded
+
+
+def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, dict]:
+    """The statement of one page (LIMIT and OFFSET bound as ``jsonapi_limit``/``jsonapi_offset``)
+    and its parameters. Kept in ``STATEMENTS`` when nothing in it but bound values comes from
+    the request: no filters, every sort key an attribute of the type itself."""
+    criterion = definition.visibility(request)
+    parameters = {}
+    if plan.filters or any(len(key.path) > 1 for key in plan.sort):
+        statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
+        return statement.offset(bindparam("jsonapi_offset")).limit(bindparam("jsonapi_limit")), parameters
+    bound_parent = None
+    if parent is not None:
+        parameters["jsonapi_parent_id"] = parent[2]
+        bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
+
+    def build():
+        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns,
+                                         criterion=criterion)
+        return statement.offset(bindparam("jsonapi_offset")).limit(bindparam("jsonapi_limit"))
+
+    key = ("page", definition, columns is definition.record_columns,
+           None if parent is None else (parent[0], parent[1].name),
+           tuple((key.path, key.descending) for key in plan.sort))
+    return STATEMENTS.get(key, (criterion,), build), parameters
+
+
+def load_item(request, definition, resource_id):
+    """The instance of ``definition`` with id ``resource_id`` if the caller may see it, else None."""
+    criterion = definition.visibility(request)
+
+    def build():
+        model = definition.model
+        statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        return statement if criterion is None else statement.where(criterion)
+
+    statement = STATEMENTS.get(("item", definition), (criterion,), build)
+    return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
 def read_records(request, statement, parameters=None) -> list:
@@ -228,10 +307,9 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         relationship = definition.relationships[name]
         target = relationship.target_definition
         target_type = target.type
-        statement = _include_statement(definition, relationship)
         criterion = target.visibility(request)
-        if criterion is not None:
-            statement = statement.where(criterion)
+        statement = STATEMENTS.get(("include", definition, name), (criterion,),
+                                   lambda: _include_statement(definition, relationship, criterion))
         if target.record_columns is not None:  # records: (*record columns, parent id)
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
@@ -264,7 +342,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         _load_level(request, loaded, target, children, subtree, seen)
 
 
-def _include_statement(definition, relationship):
+def _include_statement(definition, relationship, criterion=None):
     """``SELECT owner.id, target ... JOIN ... WHERE owner.id IN (:jsonapi_parent_ids)`` of one
     relationship, built once per process (visibility is added per read). A target read as records
     selects the record's columns and the owner's id last."""
@@ -284,7 +362,7 @@ def _include_statement(definition, relationship):
             .order_by(owner_id, getattr(target.model, target.id_attribute))
         )
         statement = _INCLUDE_STATEMENTS.setdefault(key, statement)
-    return statement
+    return statement if criterion is None else statement.where(criterion)
 
 
 # -- filters -------------------------------------------------------------------------------------

@@ -15,9 +15,8 @@ missing one.
 """
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from ..contract import get_registry
+from ..loading import load_item
 from ..security import DEFAULT_ROOT_ACL, context_acl
 
 __all__ = ["ApiRoot", "Collection", "Item", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
@@ -86,12 +85,7 @@ class Collection(_Node):
             resource_id = definition.parse_id(key)
         except (ValueError, TypeError):
             raise KeyError(key) from None
-        model = definition.model
-        statement = select(model).where(getattr(model, definition.id_attribute) == resource_id)
-        criterion = definition.visibility(self.request)
-        if criterion is not None:
-            statement = statement.where(criterion)
-        entity = self.request.dbsession.scalars(statement).first()
+        entity = load_item(self.request, definition, resource_id)
         if entity is None:
             raise KeyError(key)
         return Item(self, entity)

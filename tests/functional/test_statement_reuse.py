@@ -1,0 +1,68 @@
+"""Statements are reused from one request to the next (``loading.STATEMENTS``) when nothing but
+bound values comes from the request, and never across callers who see different rows."""
+from __future__ import annotations
+
+import contextlib
+
+from sqlalchemy import event
+
+from jsonapi_pyramid.loading import StatementCache
+
+
+@contextlib.contextmanager
+def executed(engine):
+    """The statement objects executed meanwhile (ORM and Core alike), in order."""
+    seen: list = []
+
+    def before_execute(conn, clauseelement, multiparams, params, execution_options):
+        seen.append(clauseelement)
+
+    event.listen(engine, "before_execute", before_execute)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_execute", before_execute)
+
+
+def test_anonymous_reads_reuse_their_statements_with_new_values(api, blog, engine, make_articles):
+    make_articles(3, blog["bob"])
+    paths = ["/api/articles?page[size]=2&include=author,comments", "/api/articles?page[size]=2&page[number]=2&include=author,comments",
+             f"/api/articles/{blog['hello'].id}?include=comments.author", f"/api/articles/{blog['traversal'].id}?include=comments.author"]
+    with executed(engine) as first:
+        documents = [api.get(path).json for path in paths]
+    with executed(engine) as second:
+        again = [api.get(path).json for path in paths]
+    assert again == documents
+    assert len(first) == len(second) == 6 + 6  # page + 2 includes, twice; item + 2 includes, twice
+    assert [id(s) for s in first] == [id(s) for s in second]  # the very same statement objects
+    assert first[0] is first[3]  # page 1 and page 2: one statement, other bound values
+    assert first[6] is first[9]  # two items: one statement
+    page_two = [a["id"] for a in documents[1]["data"]]
+    assert page_two and page_two != [a["id"] for a in documents[0]["data"]]
+    assert documents[2]["data"]["id"] != documents[3]["data"]["id"]
+
+
+def test_callers_who_see_different_rows_never_share_a_statement(api, blog, auth_headers):
+    draft = str(blog["draft"].id)
+    alice = auth_headers(blog["alice"])
+    for _ in range(2):  # the anonymous statements are cached by now; alice's criterion is her own
+        assert draft not in [a["id"] for a in api.get("/api/articles").json["data"]]
+        assert draft in [a["id"] for a in api.get("/api/articles", headers=alice).json["data"]]
+        api.get(f"/api/articles/{draft}", status=404)
+        assert api.get(f"/api/articles/{draft}", headers=alice).json["data"]["id"] == draft
+
+
+def test_the_cache_keys_on_the_criterion_object_and_empties_when_full():
+    cache = StatementCache(size=2)
+    built = []
+
+    def build(name):
+        return lambda: built.append(name) or name
+
+    criterion, other = object(), object()
+    assert cache.get(("page",), (criterion,), build("a")) == "a"
+    assert cache.get(("page",), (criterion,), build("never")) == "a"
+    assert cache.get(("page",), (other,), build("b")) == "b"  # another criterion: another statement
+    assert cache.get(("page",), (None,), build("c")) == "c"  # full: emptied, then kept
+    assert cache.get(("page",), (criterion,), build("a2")) == "a2"
+    assert built == ["a", "b", "c", "a2"]
