@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy import String, and_, bindparam, func, inspect, not_, or_, select, true
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, aliased
 
@@ -123,8 +123,8 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None,
         criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
-    for term in plan.filters:
-        statement = statement.where(filter_criterion(request, definition, term))
+    for index, term in enumerate(plan.filters):
+        statement = statement.where(filter_criterion(request, definition, term, f"jsonapi_filter_{index}"))
     return _apply_sort(request, definition, plan, statement)
 
 
@@ -186,28 +186,47 @@ def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, paren
 
 
 def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, dict]:
-    """The statement of one page (LIMIT and OFFSET bound as ``jsonapi_limit``/``jsonapi_offset``)
-    and its parameters. Kept in ``STATEMENTS`` when nothing in it but bound values comes from
-    the request: no filters, every sort key an attribute of the type itself."""
-    criterion = definition.visibility(request)
+    """The statement of one page and its parameters: page bounds (``jsonapi_limit``,
+    ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
+    (``jsonapi_filter_<n>``) are bound, so the statement is kept in ``STATEMENTS`` under the shape
+    of the query and the visibility criteria it holds, and runs again with other values."""
     parameters = {}
-    if plan.filters or any(len(key.path) > 1 for key in plan.sort):
-        statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
-        return statement.offset(bindparam("jsonapi_offset")).limit(bindparam("jsonapi_limit")), parameters
     bound_parent = None
     if parent is not None:
         parameters["jsonapi_parent_id"] = parent[2]
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
+    if plan.filters:
+        dialect = request.dbsession.get_bind().dialect.name
+        for index, term in enumerate(plan.filters):
+            if term.operator != "isnull":
+                parameters[f"jsonapi_filter_{index}"] = bound_filter_value(term.operator, term.value, dialect)
+    criteria = _criteria_of(request, definition, plan)
 
     def build():
         statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns,
-                                         criterion=criterion)
+                                         criterion=criteria[0])
         return statement.offset(bindparam("jsonapi_offset")).limit(bindparam("jsonapi_limit"))
 
     key = ("page", definition, columns is definition.record_columns,
            None if parent is None else (parent[0], parent[1].name),
+           tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
            tuple((key.path, key.descending) for key in plan.sort))
-    return STATEMENTS.get(key, (criterion,), build), parameters
+    return STATEMENTS.get(key, criteria, build), parameters
+
+
+def _criteria_of(request, definition, plan) -> tuple:
+    """Every visibility criterion a collection statement of ``plan`` holds, in a fixed order:
+    the type's own, then those of the resources on each filter and sort path."""
+    criteria = [definition.visibility(request)]
+    for path in [term.path for term in plan.filters] + [key.path for key in plan.sort]:
+        current = definition
+        for name in path:
+            relationship = current.relationships.get(name)
+            if relationship is None:
+                break
+            current = relationship.target_definition
+            criteria.append(current.visibility(request))
+    return tuple(criteria)
 
 
 def load_item(request, definition, resource_id):
@@ -376,57 +395,76 @@ def _escape_like(value: str) -> str:
 _NEGATIVE = {"ne": "eq", "nin": "in"}
 
 
-def _compare(column, operator: str, value, dialect: str):
-    if operator == "eq":
-        return column == value
-    if operator == "ne":
-        return or_(column != value, column.is_(None))
-    if operator == "lt":
-        return column < value
-    if operator == "lte":
-        return column <= value
-    if operator == "gt":
-        return column > value
-    if operator == "gte":
-        return column >= value
-    if operator == "in":
-        return column.in_(value)
-    if operator == "nin":
-        return or_(column.not_in(value), column.is_(None))
-    if operator == "contains":
-        if dialect == "sqlite":  # SQLite's LIKE ignores ASCII case: compare exactly
-            return func.instr(column, value) > 0
-        return column.like(f"%{_escape_like(value)}%", escape="\\")
+def bound_filter_value(operator: str, value, dialect: str):
+    """What the bound parameter of a filter term carries (a LIKE pattern for the text operators
+    that use one, a list for ``in``/``nin``); None for ``isnull``, which binds nothing."""
+    if operator == "isnull":
+        return None
+    if operator in ("in", "nin"):
+        return list(value)
     if operator == "icontains":
-        return func.lower(column).like(f"%{_escape_like(value.lower())}%", escape="\\")
-    if operator == "startswith":
-        if dialect == "sqlite":
-            return func.substr(column, 1, len(value)) == value
-        return column.like(f"{_escape_like(value)}%", escape="\\")
+        return f"%{_escape_like(value.lower())}%"
+    if operator == "contains" and dialect != "sqlite":
+        return f"%{_escape_like(value)}%"
+    if operator == "startswith" and dialect != "sqlite":
+        return f"{_escape_like(value)}%"
+    return value
+
+
+def _compare(column, operator: str, value, dialect: str, name: str):
+    """``column <operator> value`` with the value bound as the parameter ``name`` (so a kept
+    statement runs again with other values: ``bound_filter_value``)."""
     if operator == "isnull":
         return column.is_(None) if value else column.is_not(None)
+    bound = bound_filter_value(operator, value, dialect)
+    if operator in ("in", "nin"):
+        parameter = bindparam(name, bound, expanding=True)
+        return column.in_(parameter) if operator == "in" else or_(column.not_in(parameter), column.is_(None))
+    if operator in ("contains", "icontains", "startswith"):
+        parameter = bindparam(name, bound, type_=String())
+        if operator == "icontains":
+            return func.lower(column).like(parameter, escape="\\")
+        if dialect != "sqlite":
+            return column.like(parameter, escape="\\")
+        if operator == "contains":  # SQLite's LIKE ignores ASCII case: compare exactly
+            return func.instr(column, parameter) > 0
+        return func.substr(column, 1, func.length(parameter)) == parameter
+    parameter = bindparam(name, bound, type_=column.type)
+    if operator == "eq":
+        return column == parameter
+    if operator == "ne":
+        return or_(column != parameter, column.is_(None))
+    if operator == "lt":
+        return column < parameter
+    if operator == "lte":
+        return column <= parameter
+    if operator == "gt":
+        return column > parameter
+    if operator == "gte":
+        return column >= parameter
     raise AssertionError(operator)
 
 
-def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm):
+def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm, name: str = "jsonapi_filter"):
     """SQL for one filter term. Paths through relationships become EXISTS (``has``/``any``) with
     the target's visibility inside, so rows are never duplicated and hidden rows never match.
 
     Through relationships, the positive operators ask whether some visible related resource
     matches; the negative ones (``ne``, ``nin``, ``isnull=true``) are the exact complement of
     their positive counterpart (``eq``, ``in``, ``isnull=false``): "no visible related resource
-    matches". ``isnull`` on a relationship itself asks whether there is no visible related one."""
+    matches". ``isnull`` on a relationship itself asks whether there is no visible related one.
+    The term's value is bound as the parameter ``name``."""
     dialect = request.dbsession.get_bind().dialect.name
     operator, value = term.operator, term.value
     foreign_key = _local_foreign_key(request, definition, term.path)
     if foreign_key is not None:  # same answers as the EXISTS below, without the subquery
-        return _compare(foreign_key, operator, value, dialect)
+        return _compare(foreign_key, operator, value, dialect, name)
     if definition.relationships.get(term.path[0]) is not None:
         if operator in _NEGATIVE:
-            return not_(_criterion(request, definition, term.path, _NEGATIVE[operator], value, dialect))
+            return not_(_criterion(request, definition, term.path, _NEGATIVE[operator], value, dialect, name))
         if operator == "isnull" and value:
-            return not_(_criterion(request, definition, term.path, "isnull", False, dialect))
-    return _criterion(request, definition, term.path, operator, value, dialect)
+            return not_(_criterion(request, definition, term.path, "isnull", False, dialect, name))
+    return _criterion(request, definition, term.path, operator, value, dialect, name)
 
 
 def _local_foreign_key(request, definition, path):
@@ -462,12 +500,12 @@ def _required_foreign_key(relationship):
     return pairs[0][0]
 
 
-def _criterion(request, definition, path, operator, value, dialect):
+def _criterion(request, definition, path, operator, value, dialect, name):
     head, rest = path[0], path[1:]
     relationship = definition.relationships.get(head)
     if relationship is None:
         attribute = definition.id_attribute if head == "id" else definition.entity_attribute(head)
-        return _compare(getattr(definition.model, attribute), operator, value, dialect)
+        return _compare(getattr(definition.model, attribute), operator, value, dialect, name)
     target = relationship.target_definition
     accessor = getattr(definition.model, relationship.prop.key)
     exists = accessor.any if relationship.many else accessor.has
@@ -477,14 +515,14 @@ def _criterion(request, definition, path, operator, value, dialect):
     if foreign_key is not None:
         # owner.fk IN (SELECT target.id WHERE ...): the same rows as the EXISTS below (the key is
         # never NULL, so its complement is exact too), but the subquery runs once, not per row.
-        inner = and_(_criterion(request, target, rest, operator, value, dialect), visible)
+        inner = and_(_criterion(request, target, rest, operator, value, dialect, name), visible)
         return foreign_key.in_(select(target.id_column).where(inner).correlate(None))
     if not rest:  # the relationship itself: compare the related id (isnull=false: there is one)
         if operator == "isnull":
             return exists(visible)
         id_column = getattr(target.model, target.id_attribute)
-        return exists(and_(_compare(id_column, operator, value, dialect), visible))
-    return exists(and_(_criterion(request, target, rest, operator, value, dialect), visible))
+        return exists(and_(_compare(id_column, operator, value, dialect, name), visible))
+    return exists(and_(_criterion(request, target, rest, operator, value, dialect, name), visible))
 
 
 # -- metas ---------------------------------------------------------------------------------------

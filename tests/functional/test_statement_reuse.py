@@ -66,3 +66,31 @@ def test_the_cache_keys_on_the_criterion_object_and_empties_when_full():
     assert cache.get(("page",), (None,), build("c")) == "c"  # full: emptied, then kept
     assert cache.get(("page",), (criterion,), build("a2")) == "a2"
     assert built == ["a", "b", "c", "a2"]
+
+
+def test_filtered_pages_reuse_their_statement_with_other_values(api, blog, engine):
+    hello, traversal = str(blog["hello"].id), str(blog["traversal"].id)
+    queries = [
+        ("filter[title]=Traversal in Pyramid", [traversal]),
+        ("filter[title]=No such title", []),
+        ("filter[id][in]=" + hello, [hello]),
+        ("filter[id][in]=" + f"{hello},{traversal}", [hello, traversal]),  # another list length
+        ("filter[title][icontains]=PYRAMID", [traversal]),
+        ("filter[title][icontains]=json", [hello]),
+        (f"filter[author.name]={blog['alice'].name}", [a.id for a in ()]),  # filled below
+    ]
+    alice_articles = api.get(f"/api/users/{blog['alice'].id}/articles").json["data"]
+    queries[-1] = (queries[-1][0], [a["id"] for a in alice_articles])
+    for _ in range(2):
+        with executed(engine) as statements:
+            for query, expected in queries:
+                assert [a["id"] for a in api.get(f"/api/articles?{query}").json["data"]] == expected, query
+        # one statement per query shape: title eq, id in, title icontains, author.name eq
+        assert len({id(s) for s in statements}) == 4
+
+
+def test_isnull_true_and_false_are_different_statements(api, blog):
+    with_author = api.get("/api/comments?filter[author][isnull]=false").json["data"]
+    without = api.get("/api/comments?filter[author][isnull]=true").json["data"]
+    assert with_author and not ({c["id"] for c in with_author} & {c["id"] for c in without})
+    assert api.get("/api/comments?filter[author][isnull]=false").json["data"] == with_author
