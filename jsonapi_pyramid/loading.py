@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import String, and_, bindparam, func, inspect, not_, or_, select, true
 from sqlalchemy.engine import Row
-from sqlalchemy.orm import MANYTOONE, aliased
+from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
 from .contract import ResourceDefinition
 from .pagination import CursorPage, OrderKey, load_cursor_page
@@ -362,26 +362,59 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
 
 
 def _include_statement(definition, relationship, criterion=None):
-    """``SELECT owner.id, target ... JOIN ... WHERE owner.id IN (:jsonapi_parent_ids)`` of one
+    """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
     relationship, built once per process (visibility is added per read). A target read as records
-    selects the record's columns and the owner's id last."""
+    selects the record's columns and the parent id last; else (parent id, instance).
+
+    For a target without a visibility rule the parent id is read where the relationship keeps it
+    (``_kept_parent_id``): the target's foreign key, or the association table's, so the statement
+    does not join the owner's table (PostgreSQL does not carry an ``IN`` list across a join:
+    through the owner, a many-to-many include scanned the whole association table). Otherwise,
+    and for a relationship kept on the owner's side (a many-to-one) or joined on more than its
+    key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
+    another table) the planner then starts from the page's rows, where from the target alone
+    PostgreSQL chose to scan the whole table of the rule."""
     key = (definition.model, relationship.prop.key)
     statement = _INCLUDE_STATEMENTS.get(key)
     if statement is None:
         target = relationship.target_definition
-        owner = _owner(definition.model)
-        owner_id = getattr(owner, definition.id_attribute)
-        columns = ((*target.record_columns, owner_id.label("jsonapi_parent_id"))
-                   if target.record_columns is not None else (owner_id, target.model))
+        target_id = getattr(target.model, target.id_attribute)
+        parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
+        if parent_id is None:
+            owner = _owner(definition.model)
+            parent_id = getattr(owner, definition.id_attribute)
+            start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
+        else:
+            start = select().select_from(target.model)
+            if association is not None:
+                start = start.join(*association)
+        columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
+                   if target.record_columns is not None else (parent_id, target.model))
         statement = (
-            select(*columns)
-            .select_from(owner)
-            .join(getattr(owner, relationship.prop.key))
-            .where(owner_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
-            .order_by(owner_id, getattr(target.model, target.id_attribute))
+            start.add_columns(*columns)
+            .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+            .order_by(parent_id, target_id)
         )
         statement = _INCLUDE_STATEMENTS.setdefault(key, statement)
     return statement if criterion is None else statement.where(criterion)
+
+
+def _kept_parent_id(definition, relationship):
+    """(column holding the owner's id on the target side, (association table, its join to the
+    target) or None), when the relationship is joined on exactly ``owner.id = that column``:
+    a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
+    prop = relationship.prop
+    pairs = prop.synchronize_pairs
+    if len(pairs) != 1 or pairs[0][0] is not definition.id_column:
+        return None, None
+    owner_id, kept = pairs[0]
+    if not prop.primaryjoin.compare(owner_id == kept):
+        return None, None
+    if prop.secondary is not None:
+        return kept, (prop.secondary, prop.secondaryjoin)
+    if prop.direction is ONETOMANY:
+        return kept, None
+    return None, None
 
 
 # -- filters -------------------------------------------------------------------------------------
