@@ -17,7 +17,8 @@ it selects the columns the transformer needs and hands ``transform`` and the met
 *record*, a SQLAlchemy ``Row`` whose attributes are the entity's: the id attribute, the column
 attribute behind every name in ``attributes``, and the attributes listed in ``reads`` (for a
 ``transform`` override that looks at more columns). ``record.id``, ``record.created_at`` read as
-they do on an instance. A type whose attributes are not all plain column attributes (a Python
+they do on an instance (a column attribute named like a tuple method, ``count`` or ``index``,
+reads as ``record._mapping["count"]``). A type whose attributes are not all plain column attributes (a Python
 property, a hybrid, a relationship), or whose transformer sets ``entities = True``, is read as
 mapped instances instead, as are the resources of single reads and write answers.
 """
