@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import String, and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy import Integer, String, and_, bindparam, func, inspect, not_, or_, select, true
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
@@ -205,7 +205,10 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
     def build():
         statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns,
                                          criterion=criteria[0])
-        return statement.offset(bindparam("jsonapi_offset")).limit(bindparam("jsonapi_limit"))
+        # typed, as SQLAlchemy types literal bounds (PostgreSQL: LIMIT $1::INTEGER; an untyped
+        # parameter there made the first executions of a page measurably slower)
+        return (statement.offset(bindparam("jsonapi_offset", type_=Integer))
+                .limit(bindparam("jsonapi_limit", type_=Integer)))
 
     key = ("page", definition, columns is definition.record_columns,
            None if parent is None else (parent[0], parent[1].name),
