@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from itertools import groupby
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from urllib.parse import quote, urlencode
 
 from pyramid.traversal import find_interface
@@ -16,7 +16,7 @@ from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
-from .loading import Loaded
+from .loading import Loaded, id_getter
 from .query import QueryPlan
 from .transformer import Transformer
 
@@ -96,7 +96,7 @@ class DocumentBuilder:
             transformer = definition.new_transformer(self.request)
             plain = type(transformer).transform is Transformer.transform and definition.record_columns is not None
             shape = (transformer, attributes, _frame_builder(definition.type, relationships),
-                     attrgetter(definition.id_attribute), f"{self.base}{definition.type}/",
+                     id_getter(definition), f"{self.base}{definition.type}/",
                      transformer.record_reader(attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
@@ -115,11 +115,10 @@ class DocumentBuilder:
         metas = self._metas.get(definition.type) if self._metas else None
         out = []
         for entity in entities:
+            resource_id = str(get_id(entity))
             if read_record is not None and type(entity) is Row:
-                resource_id = str(entity[0])
                 shown = dict(zip(attributes, read_record(entity)))
             else:
-                resource_id = str(get_id(entity))
                 shown = transformer.transform(entity, attributes)
             obj = frame(resource_id, prefix + resource_id, shown,
                         linkage.get((definition.type, resource_id)) if linkage else None)

@@ -25,7 +25,7 @@ from .contract import ResourceDefinition
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import FilterTerm, QueryPlan
 
-__all__ = ["Loaded", "count_of"]
+__all__ = ["Loaded", "count_of", "id_getter"]
 
 #: One ``aliased(model)`` per model for the whole process. Building an alias costs milliseconds
 #: (more than the rest of a statement), and a stable alias keeps SQLAlchemy's statement cache warm.
@@ -306,13 +306,14 @@ def load_includes(request, loaded: Loaded, tree: dict) -> None:
     """Walk the include tree: one statement per node, for all parents of that node at once."""
     if not tree or not loaded.primary:
         return
-    get_id = _id_getter(loaded.definition)
+    get_id = id_getter(loaded.definition)
     seen = {(loaded.definition.type, str(get_id(entity))) for entity in loaded.primary}
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
 
 
-def _id_getter(definition):
-    """Reads the id of an instance or a record (whose first column is the id) of ``definition``."""
+def id_getter(definition):
+    """Reads the id of an instance or a record (whose first column is the id) of ``definition``
+    (also the document's reader of resource ids)."""
     by_attribute = attrgetter(definition.id_attribute)
     return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
@@ -322,7 +323,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
     if not parents or not tree:
         return
-    get_id = _id_getter(definition)
+    get_id = id_getter(definition)
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
     for name, subtree in tree.items():
@@ -336,7 +337,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
             pairs = request.dbsession.execute(statement, parameters).all()
-        child_id = _id_getter(target)
+        child_id = id_getter(target)
         by_parent: dict[Any, list] = {}
         identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
         children = []
