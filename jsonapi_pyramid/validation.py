@@ -178,13 +178,14 @@ def _check_update_id(definition, data: dict, entity, failures: Failures) -> None
     if "id" not in data:
         failures.add("/data/id", "data.id is required on update.")
         return
-    sent = data["id"]
-    if not isinstance(sent, str) or _parse(definition, sent) != getattr(entity, definition.id_attribute):
+    # Compared as strings (CONTRACT section 6): "026" does not name the resource "26".
+    if data["id"] != url_id:
         failures.add("/data/id", f"data.id must equal the id in the URL ({url_id!r}).")
 
 
 def _parse(definition, raw):
-    """The database value of the string id ``raw``, or None when it is not a well-formed id."""
+    """The database value of the string id ``raw``, or None when it is not a well-formed id in
+    its canonical spelling (``ResourceDefinition.parse_id``)."""
     if not isinstance(raw, str):
         return None
     try:
@@ -201,7 +202,8 @@ def _client_id(definition, data: dict, failures: Failures):
         raise Forbidden(f"{definition.type} resources do not accept client-generated ids.", pointer="/data/id")
     parsed = _parse(definition, data["id"])
     if parsed is None:
-        failures.add("/data/id", f"data.id must be a {definition.id_format} string, not {data['id']!r}.")
+        failures.add("/data/id", f"data.id must be a {definition.id_format} id in its canonical spelling, "
+                                 f"not {data['id']!r}.")
     return parsed
 
 
@@ -462,7 +464,11 @@ def _resolve(request, target, linkage, failures: Failures):
     entities, missing = [], False
     for pointer, raw, parsed in wanted:
         entity = found.get(parsed)
-        if entity is None:
+        if parsed is None:
+            failures.add(pointer, f"{str(raw)!r} is not a {target.type} id: ids are compared as the exact "
+                                  "strings the server gives out.")
+            missing = True
+        elif entity is None:
             failures.add(pointer, f"There is no {target.type} resource with id {str(raw)!r}.")
             missing = True
         elif entity not in entities:
