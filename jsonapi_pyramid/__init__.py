@@ -29,6 +29,8 @@ from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRel
 from .security import Permission
 from .transformer import Transformer
 
+__version__ = "0.1.0"
+
 __all__ = [
     "BadRequest",
     "Conflict",
