@@ -21,7 +21,7 @@ from .errors import BadRequest
 from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .security import check_restricted_path
 
-__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
+__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
 FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
 _LIST_OPERATORS = {"in", "nin"}
@@ -97,21 +97,21 @@ class QueryPlan:
         return paths
 
 
-def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
-    """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
+def query_parameters(request) -> list[tuple[str, str, str, str | None, str | None]]:
+    """The JSON:API query parameters of ``request``: ``(name, value, family, key, op)`` for each.
 
-    ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
-    ``sort``, ``filter`` and ``page``.
-    """
-    registry = get_registry(request)
-    settings = registry.settings
-    plan = QueryPlan()
-    seen = set()
-    page_values = {}
+    The one check of parameter *names*, run for every request under the API root whatever its
+    method (``strict_parameters_tween``), before traversal, authorization or any view: so a
+    ``DELETE /api/tags/1?foo=bar`` is a 400 that changes nothing. An unknown name made only of a-z
+    (JSON:API's own families) or a malformed one is a 400 with ``source.parameter``; a repeated
+    name or a NUL in a value too. Implementation-specific names (a member name with a character
+    outside a-z) are left out, as JSON:API 1.1 allows. Whether a known family applies to the
+    endpoint (``sort`` on a single resource) is ``parse_query``'s to say."""
     try:
         items = list(request.GET.items())
     except UnicodeDecodeError:
         raise BadRequest("The query string is not valid UTF-8.", parameter="query") from None
+    parameters, seen = [], set()
     for name, value in items:
         if name in seen:
             raise BadRequest(f"Parameter {name!r} is given more than once.", parameter=name)
@@ -134,6 +134,21 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         if family == "filter" and not key:
             raise BadRequest(f"Malformed parameter {name!r}: use filter[<field>] or filter[<field>][<op>].", parameter=name)
+        parameters.append((name, value, family, key, op))
+    return parameters
+
+
+def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
+    """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
+
+    ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
+    ``sort``, ``filter`` and ``page``.
+    """
+    registry = get_registry(request)
+    settings = registry.settings
+    plan = QueryPlan()
+    page_values = {}
+    for name, value, family, key, op in query_parameters(request):
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
 
@@ -168,6 +183,23 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)
     return plan
+
+
+def strict_parameters_tween_factory(handler, registry):
+    """Check the query parameter names of every request under the API root (``query_parameters``)
+    before anything else runs: traversal (which loads rows), authorization, views, custom
+    operations. A tween rather than a view deriver or a check per view: it is one place that no
+    view, method or context (writes, deletes, relationship writes, custom operations, 404 and 405
+    answers) can miss, and a bad request costs no SQL."""
+    prefix = "/" + registry.jsonapi.settings["root_name"]
+
+    def strict_parameters_tween(request):
+        path = request.path_info
+        if request.query_string and (path == prefix or path.startswith(prefix + "/")):
+            query_parameters(request)
+        return handler(request)
+
+    return strict_parameters_tween
 
 
 def _known_type(registry, type_name: str, parameter: str) -> ResourceDefinition:
