@@ -62,8 +62,8 @@ def _schemas(limit: int) -> dict:
         "AtomicResult": {"type": "object", "properties": {"data": _ref("Resource"), "meta": {"type": "object"}}},
         "AtomicResultsDocument": {
             "type": "object",
-            "properties": {"jsonapi": {"type": "object", "properties": {"version": {"const": "1.1"},
-                                                                        "ext": {"type": "array", "items": {"const": ATOMIC_EXT}}}},
+            "properties": {"jsonapi": {"type": "object", "properties": {
+                               "version": {"const": "1.1"}, "ext": {"type": "array", "items": {"const": ATOMIC_EXT}}}},
                            "atomic:results": {"type": "array", "items": _ref("AtomicResult")},
                            "links": _ref("Links")},
             "required": ["jsonapi", "atomic:results"],
@@ -112,7 +112,8 @@ def add_atomic_operations(builder) -> None:
         "security": [{}, {"bearerAuth": []}],
         "requestBody": {"required": True, "content": {ATOMIC_MEDIA_TYPE: body}},
         "responses": {
-            "200": {"description": "`atomic:results`, one per operation: `{data}` for a resource added or updated, `{}` otherwise.",
+            "200": {"description": "`atomic:results`, one per operation: `{data}` for a resource added or updated, "
+                                   "`{}` otherwise.",
                     "content": {ATOMIC_MEDIA_TYPE: {"schema": _ref("AtomicResultsDocument")}}},
             "204": {"description": "Every operation succeeded and none has a resource to show."},
             **{str(status): {"description": text, **errors} for status, text in STATUSES.items()},

@@ -68,7 +68,8 @@ def test_an_article_with_two_new_tags_linked_by_lid(atomic, api, admin, db):
         add("tags", {"name": "orbit"}, local="t1"),
         add("tags", {"name": "atomic"}, local="t2"),
         add("articles", {"title": "All at once"}, {"tags": {"data": [lid("tags", "t1"), lid("tags", "t2")]}}, local="a"),
-        {"op": "update", "ref": lid("articles", "a"), "data": {"type": "articles", "lid": "a", "attributes": {"status": "published"}}},
+        {"op": "update", "ref": lid("articles", "a"),
+         "data": {"type": "articles", "lid": "a", "attributes": {"status": "published"}}},
     ], admin, 200)
     assert response.headers["Content-Type"] == ATOMIC
     results = response.json["atomic:results"]
@@ -306,3 +307,49 @@ def test_openapi_documents_the_endpoint_and_its_lid_example_works(api, atomic, a
     results = atomic(example["atomic:operations"], admin, 200).json["atomic:results"]
     linkage = api.get(results[1]["data"]["relationships"][name]["links"]["self"], headers=admin, status=200)
     assert [item["id"] for item in linkage.json["data"]] == [results[0]["data"]["id"]]
+
+
+# -- the single requests' other statuses, per operation -----------------------------------------
+
+def test_anonymous_is_401_with_the_challenge(atomic, blog, engine):
+    before = snapshot(engine)
+    response = atomic([add("articles", {"title": "Who?"})], {}, 401)
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert response.json["errors"][0]["source"]["pointer"] == "/atomic:operations/0"
+    assert snapshot(engine) == before
+
+
+def test_ids_on_create_403_and_409_as_single_requests(atomic, admin, blog, make_user, engine):
+    dan, eve = make_user("dan@example.com"), make_user("eve@example.com")
+    given = "0b8f5c2e-3d1a-4f7b-9c6e-2a4d8e1f7b90"
+    atomic([add("userProfiles", {"bio": "x"}, {"user": {"data": ident("users", dan.id)}}, id=given)], admin, 200)
+    before = snapshot(engine)
+    response = atomic([add("tags", {"name": "ok"}), add("tags", {"name": "with id"}, id="77")], admin, 403)
+    assert response.json["errors"][0]["source"]["pointer"] == "/atomic:operations/1/data/id"
+    response = atomic([add("tags", {"name": "ok"}),
+                       add("userProfiles", {"bio": "y"}, {"user": {"data": ident("users", eve.id)}}, id=given)], admin, 409)
+    assert response.json["errors"][0]["source"]["pointer"] == "/atomic:operations/1/data/id"
+    assert snapshot(engine) == before
+
+
+def test_one_to_many_and_uuid_relationship_operations(atomic, admin, blog, make_user, db, engine):
+    hello, traversal = blog["hello"], blog["traversal"]
+    dan, eve = make_user("dan@example.com"), make_user("eve@example.com")
+    profile = atomic([add("userProfiles", {"bio": "p"}, {"user": {"data": ident("users", dan.id)}})],
+                     admin, 200).json["atomic:results"][0]["data"]["id"]
+    # a member of a one-to-many whose foreign key cannot be NULL cannot be unlinked: 422, as the single request
+    comment = hello.comments[0]
+    before = snapshot(engine)
+    response = atomic([{"op": "remove", "ref": {"type": "articles", "id": str(hello.id), "relationship": "comments"},
+                        "data": [ident("comments", comment.id)]}], admin, 422)
+    assert response.json["errors"][0]["source"]["pointer"] == "/atomic:operations/0/data"
+    assert snapshot(engine) == before
+    # replace a one-to-many (moving every comment of hello to traversal) and a UUID to-one
+    moved = [ident("comments", c.id) for c in hello.comments + traversal.comments]
+    atomic([{"op": "update", "ref": {"type": "articles", "id": str(traversal.id), "relationship": "comments"},
+             "data": moved},
+            {"op": "update", "ref": {"type": "userProfiles", "id": profile, "relationship": "user"},
+             "data": ident("users", eve.id)}], admin, 204)
+    db.expire_all()
+    assert {c.article_id for c in db.scalars(select(Comment))} == {traversal.id}
+    assert db.get(UserProfile, profile).user_id == eve.id
