@@ -222,9 +222,11 @@ def test_unknown_or_reused_lid_is_400(atomic, admin, engine, operations, pointer
     ({"atomic:operations": [{"op": "remove", "ref": {"type": "tags", "id": "1", "lid": "x"}}]}, "/atomic:operations/0/ref"),
     ({"atomic:operations": ["add"]}, "/atomic:operations/0"),
     ({"atomic:operations": [{"op": "update", "data": {"type": "tags"}}]}, "/atomic:operations/0/data/id"),
-    ({"atomic:operations": [{"op": "update", "ref": {"type": "tags", "id": "1"}}]}, "/atomic:operations/0/data"),
+    ({"atomic:operations": [{"op": "update", "ref": {"type": "tags", "id": "TAG"}}]}, "/atomic:operations/0/data"),
 ])
 def test_malformed_documents_are_400(atomic, admin, blog, document, pointer):
+    tag = str(blog["tags"]["python"].id)  # a target that exists: only the document is wrong
+    document = orjson.loads(orjson.dumps(document).replace(b'"TAG"', orjson.dumps(tag)))
     response = atomic(None, admin, 400, document=document)
     assert response.json["errors"][0]["source"]["pointer"] == pointer
 
