@@ -21,59 +21,12 @@ from sqlalchemy import Integer, String, and_, bindparam, func, inspect, not_, or
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
-from .contract import ResourceDefinition
+from .contract import ResourceDefinition, get_registry
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import FilterTerm, QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
 
-#: One ``aliased(model)`` per model for the whole process. Building an alias costs milliseconds
-#: (more than the rest of a statement), and a stable alias keeps SQLAlchemy's statement cache warm.
-_OWNER_ALIASES: dict = {}
-#: Include statements by (owner model, relationship key): built once, the parent ids bound per read.
-_INCLUDE_STATEMENTS: dict = {}
-
-
-def _owner(model):
-    """The process-wide alias of ``model`` used as the owner side of relationship joins (an
-    alias, so a relationship from a model to itself joins two distinct tables)."""
-    alias = _OWNER_ALIASES.get(model)
-    if alias is None:
-        alias = _OWNER_ALIASES.setdefault(model, aliased(model))
-    return alias
-
-
-class StatementCache:
-    """Statements kept from one request to the next.
-
-    SQLAlchemy computes the cache key of a new statement object on each execution (walking the
-    whole statement: more than the rest of the execution of a small read); a statement object that
-    is executed again reuses its key. So the statements of reads whose shape depends only on the
-    resource, the query's structure and the visibility criterion are built once, with their
-    values (ids, page bounds) as bound parameters. A visibility criterion is part of the key by
-    identity: a resource whose ``visible`` returns the same object for a kind of caller (a module
-    constant) gets its statements reused; one that builds a new criterion per request just never
-    hits. The cache is emptied when it reaches ``size`` entries."""
-
-    def __init__(self, size: int = 512):
-        self.size = size
-        self._entries: dict = {}
-
-    def get(self, key: tuple, criteria: tuple, build):
-        """The statement for ``key`` and the criterion objects ``criteria``, built by ``build()``
-        the first time."""
-        key = (key, tuple(id(criterion) for criterion in criteria))
-        entry = self._entries.get(key)
-        if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
-            return entry[1]
-        statement = build()
-        if len(self._entries) >= self.size:
-            self._entries.clear()
-        self._entries[key] = (criteria, statement)  # holds the criteria: their ids stay theirs
-        return statement
-
-
-STATEMENTS = StatementCache()
 _UNSET = object()
 
 
@@ -115,7 +68,7 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None,
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
         parent_definition, relationship, parent_id = parent
-        owner = _owner(parent_definition.model)
+        owner = parent_definition.owner
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
             getattr(owner, parent_definition.id_attribute) == parent_id
         )
@@ -188,7 +141,7 @@ def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, paren
 def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, dict]:
     """The statement of one page and its parameters: page bounds (``jsonapi_limit``,
     ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
-    (``jsonapi_filter_<n>``) are bound, so the statement is kept in ``STATEMENTS`` under the shape
+    (``jsonapi_filter_<n>``) are bound, so the statement is kept in the application's ``statements`` under the shape
     of the query and the visibility criteria it holds, and runs again with other values."""
     parameters = {}
     bound_parent = None
@@ -214,7 +167,7 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
            None if parent is None else (parent[0], parent[1].name),
            tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
            tuple((key.path, key.descending) for key in plan.sort))
-    return STATEMENTS.get(key, criteria, build), parameters
+    return get_registry(request).statements.get(key, criteria, build), parameters
 
 
 def _criteria_of(request, definition, plan) -> tuple:
@@ -241,7 +194,7 @@ def load_item(request, definition, resource_id):
         statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
         return statement if criterion is None else statement.where(criterion)
 
-    statement = STATEMENTS.get(("item", definition), (criterion,), build)
+    statement = get_registry(request).statements.get(("item", definition), (criterion,), build)
     return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
@@ -287,7 +240,7 @@ def count(request, statement) -> int:
 def load_related_one(request, parent_definition, relationship, parent_entity):
     """The target of a to-one relationship, or None (also when the caller may not see it)."""
     target = relationship.target_definition
-    owner = _owner(parent_definition.model)
+    owner = parent_definition.owner
     statement = (
         select(target.model)
         .select_from(owner)
@@ -326,13 +279,14 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     get_id = id_getter(definition)
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    statements = get_registry(request).statements
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
         target_type = target.type
         criterion = target.visibility(request)
-        statement = STATEMENTS.get(("include", definition, name), (criterion,),
-                                   lambda: _include_statement(definition, relationship, criterion))
+        statement = statements.get(("include", definition, name), (criterion,),
+                                   lambda: _include_statement(statements, definition, relationship, criterion))
         if target.record_columns is not None:  # records: (*record columns, parent id)
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
@@ -365,9 +319,9 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         _load_level(request, loaded, target, children, subtree, seen)
 
 
-def _include_statement(definition, relationship, criterion=None):
+def _include_statement(statements, definition, relationship, criterion=None):
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
-    relationship, built once per process (visibility is added per read). A target read as records
+    relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
     selects the record's columns and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
@@ -378,29 +332,32 @@ def _include_statement(definition, relationship, criterion=None):
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    key = (definition.model, relationship.prop.key)
-    statement = _INCLUDE_STATEMENTS.get(key)
-    if statement is None:
-        target = relationship.target_definition
-        target_id = getattr(target.model, target.id_attribute)
-        parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
-        if parent_id is None:
-            owner = _owner(definition.model)
-            parent_id = getattr(owner, definition.id_attribute)
-            start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
-        else:
-            start = select().select_from(target.model)
-            if association is not None:
-                start = start.join(*association)
-        columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
-                   if target.record_columns is not None else (parent_id, target.model))
-        statement = (
-            start.add_columns(*columns)
-            .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
-            .order_by(parent_id, target_id)
-        )
-        statement = _INCLUDE_STATEMENTS.setdefault(key, statement)
+    statement = statements.get(("include base", definition, relationship.name), (),
+                               lambda: _include_base(definition, relationship))
     return statement if criterion is None else statement.where(criterion)
+
+
+def _include_base(definition, relationship):
+    """The statement of ``_include_statement`` without visibility."""
+    target = relationship.target_definition
+    target_id = getattr(target.model, target.id_attribute)
+    parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
+    if parent_id is None:
+        owner = definition.owner
+        parent_id = getattr(owner, definition.id_attribute)
+        start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
+    else:
+        start = select().select_from(target.model)
+        if association is not None:
+            start = start.join(*association)
+    columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
+               if target.record_columns is not None else (parent_id, target.model))
+    statement = (
+        start.add_columns(*columns)
+        .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+        .order_by(parent_id, target_id)
+    )
+    return statement
 
 
 def _kept_parent_id(definition, relationship):
@@ -578,7 +535,7 @@ def count_of(relationship_name: str):
         definition = self.definition
         relationship = definition.relationships[relationship_name]
         target = relationship.target_definition
-        owner = _owner(definition.model)
+        owner = definition.owner
         owner_id = getattr(owner, definition.id_attribute)
         ids = list({getattr(entity, definition.id_attribute) for entity in entities})
         if not ids:

@@ -1,4 +1,4 @@
-"""Statements are reused from one request to the next (``loading.STATEMENTS``) when nothing but
+"""Statements are reused from one request to the next (the application's ``statements``, ``schema.StatementCache``) when nothing but
 bound values comes from the request, and never across callers who see different rows."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 
 from sqlalchemy import event
 
-from jsonapi_pyramid.loading import StatementCache
+from jsonapi_pyramid.schema import StatementCache
 
 
 @contextlib.contextmanager
