@@ -26,7 +26,7 @@ from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import Integer, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, Readers, StatementCache, build_fields
+from .schema import Field, Readers, StatementCache, build_fields, visibility_of
 from .transformer import Transformer, meta_method_name
 
 __all__ = ["Registry", "ResourceDefinition", "get_registry"]
@@ -244,8 +244,9 @@ class ResourceDefinition:
         return field.key if field is not None else self.transformer_class.entity_attribute(name)
 
     def visibility(self, request):
-        """The SQL criterion limiting rows to those the caller may see, or None for all."""
-        return self.visible(request) if self.visible is not None else None
+        """The SQL criterion limiting rows to those the caller may see, or None for all (asked
+        once per request: ``schema.visibility_of``)."""
+        return visibility_of(request, self) if self.visible is not None else None
 
     def relationship(self, name: str) -> Relationship | None:
         return self.relationships.get(name)

@@ -28,7 +28,6 @@ from .query import QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
 
-_UNSET = object()
 
 
 @dataclass
@@ -51,20 +50,17 @@ class Loaded:
 
 # -- collections ---------------------------------------------------------------------------------
 
-def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None,
-                         criterion=_UNSET):
+def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None):
     """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
     paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
-    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads).
-    ``criterion``: the type's visibility criterion when the caller already has it."""
-    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns, criterion=criterion)
+    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
+    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
     return statement.order_by(*(key.clause() for key in keys))
 
 
-def _collection_parts(request, definition, plan, *, parent=None, columns=None,
-                      criterion=_UNSET) -> tuple[Any, list[OrderKey]]:
+def _collection_parts(request, definition, plan, *, parent=None, columns=None) -> tuple[Any, list[OrderKey]]:
     """The unordered statement of ``collection_statement`` and its order keys (id last). A
-    ``parent`` id may be a ``bindparam``; ``criterion``: the visibility, when already known."""
+    ``parent`` id may be a ``bindparam``."""
     model = definition.model
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
@@ -73,8 +69,7 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None,
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
             getattr(owner, parent_definition.id_attribute) == parent_id
         )
-    if criterion is _UNSET:
-        criterion = definition.visibility(request)
+    criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
     for index, term in enumerate(plan.filters):
@@ -154,48 +149,39 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
         for index, term in enumerate(plan.filters):
             if term.operator != "isnull":
                 parameters[f"jsonapi_filter_{index}"] = bound_filter_value(term.operator, term.value, dialect)
-    criteria = _criteria_of(request, definition, plan)
 
     def build():
-        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns,
-                                         criterion=criteria[0])
+        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
         # typed, as SQLAlchemy types literal bounds (PostgreSQL: LIMIT $1::INTEGER; an untyped
         # parameter there made the first executions of a page measurably slower)
         return (statement.offset(bindparam("jsonapi_offset", type_=Integer))
                 .limit(bindparam("jsonapi_limit", type_=Integer)))
 
-    key = ("page", definition, columns is definition.record_columns,
-           None if parent is None else (parent[0], parent[1].name),
-           tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
-           tuple((key.path, key.descending) for key in plan.sort))
-    return get_registry(request).statements.get(key, criteria, build), parameters
+    return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
+                                                build), parameters
 
 
-def _criteria_of(request, definition, plan) -> tuple:
-    """Every visibility criterion a collection statement of ``plan`` holds, in a fixed order:
-    the type's own, then those of the resources on each filter and sort path."""
-    criteria = [definition.visibility(request)]
-    for path in [term.path for term in plan.filters] + [key.path for key in plan.sort]:
-        current = definition
-        for name in path:
-            relationship = current.relationships.get(name)
-            if relationship is None:
-                break
-            current = relationship.target_definition
-            criteria.append(current.visibility(request))
-    return tuple(criteria)
+def _page_key(request, definition, plan, parent, columns) -> tuple:
+    """What a page statement is built from besides visibility (which the cache notes as the
+    statement is built): the resource, record columns or entities, the parent relationship, the
+    filters' paths and operators (and ``isnull``'s value, the one value not bound), the sort, and
+    the dialect when filters compile per dialect."""
+    return ("page", definition, columns is definition.record_columns,
+            None if parent is None else (parent[0], parent[1].name),
+            tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
+            tuple((key.path, key.descending) for key in plan.sort),
+            request.dbsession.get_bind().dialect.name if plan.filters else None)
 
 
 def load_item(request, definition, resource_id):
     """The instance of ``definition`` with id ``resource_id`` if the caller may see it, else None."""
-    criterion = definition.visibility(request)
-
     def build():
         model = definition.model
         statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(("item", definition), (criterion,), build)
+    statement = get_registry(request).statements.get(request, ("item", definition), build)
     return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
@@ -285,9 +271,8 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         relationship = definition.relationships[name]
         target = relationship.target_definition
         target_type = target.type
-        criterion = target.visibility(request)
-        statement = statements.get(("include", definition, name), (criterion,),
-                                   lambda: _include_statement(statements, definition, relationship, criterion))
+        statement = statements.get(request, ("include", definition, name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
         if target.record_columns is not None:  # records: (*record columns, parent id)
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
@@ -320,7 +305,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         _load_level(request, loaded, target, children, subtree, seen)
 
 
-def _include_statement(statements, definition, relationship, criterion=None):
+def _include_statement(request, statements, definition, relationship):
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
     relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
     selects the record's columns and the parent id last; else (parent id, instance).
@@ -333,8 +318,9 @@ def _include_statement(statements, definition, relationship, criterion=None):
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    statement = statements.get(("include base", definition, relationship.name), (),
+    statement = statements.get(request, ("include base", definition, relationship.name),
                                lambda: _include_base(definition, relationship))
+    criterion = relationship.target_definition.visibility(request)
     return statement if criterion is None else statement.where(criterion)
 
 

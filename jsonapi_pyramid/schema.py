@@ -26,7 +26,7 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes
 
-__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "build_fields", "column_kind"]
+__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "build_fields", "column_kind", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -161,6 +161,28 @@ class Readers:
         return itemgetter(*keys), slow
 
 
+#: ``request.__dict__`` keys: the visibility criterion of each definition for this request, and
+#: the definitions whose criterion the statement being built has read (``StatementCache``).
+_VISIBILITY = "jsonapi_visibility"
+_READS = "jsonapi_statement_reads"
+
+
+def visibility_of(request, definition):
+    """``definition.visible(request)``, asked once per request (every statement of a request holds
+    the same criterion object) and noted as read when a statement is being built."""
+    state = request.__dict__
+    reads = state.get(_READS)
+    if reads is not None:
+        reads.append(definition)
+    memo = state.get(_VISIBILITY)
+    if memo is None:
+        memo = state[_VISIBILITY] = {}
+    criterion = memo.get(definition, memo)
+    if criterion is memo:
+        criterion = memo[definition] = definition.visible(request)
+    return criterion
+
+
 class StatementCache:
     """Statements kept from one request to the next (one cache per application).
 
@@ -170,29 +192,43 @@ class StatementCache:
     resource, the query's structure and the visibility criteria are built once, with their values
     (ids, page bounds, filter values) as bound parameters.
 
-    ``get(key, criteria, build)``: ``key`` and ``criteria`` are everything ``build`` reads (the
-    loaders derive both with the function that gives ``build`` its inputs, so the two cannot
-    drift). The visibility criteria are compared by identity (SQL expressions do not compare by
-    value): a resource whose ``visible`` returns the same object for a kind of caller (a module
-    constant) gets its statements reused; one that builds a new criterion per request just never
-    hits. The cache holds the criteria, so their ids stay theirs; it is emptied when it reaches
-    ``size`` entries."""
+    ``get(request, key, build)``: ``key`` is the structure of the read (resource, query shape);
+    the visibility criteria in the key are *those ``build()`` read*: while it runs, every
+    ``visibility_of`` is noted, and the cache keeps, per structural key, the definitions read.
+    The next lookup asks the request for exactly those criteria, so the key cannot miss one the
+    statement holds. Criteria are compared by identity (SQL expressions do not compare by value):
+    a resource whose ``visible`` returns the same object for a kind of caller (a module constant)
+    gets its statements reused; one that builds a new criterion per request just never hits. The
+    cache holds the criteria, so their ids stay theirs; it is emptied at ``size`` entries."""
 
     def __init__(self, size: int = 512):
         self.size = size
         self._entries: dict = {}
+        #: structural key -> the definitions whose visibility its statement holds, in order
+        self._reads: dict = {}
 
-    def get(self, key: tuple, criteria: tuple, build: Callable[[], Any]):
-        """The statement for ``key`` and the criterion objects ``criteria``, built by ``build()``
+    def get(self, request, key: tuple, build: Callable[[], Any]):
+        """The statement for ``key`` and the caller's visibility criteria, built by ``build()``
         the first time."""
-        full_key = (key, tuple(id(criterion) for criterion in criteria))
-        entry = self._entries.get(full_key)
-        if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
-            return entry[1]
-        statement = build()
+        outer = request.__dict__.get(_READS)
+        reads = self._reads.get(key)
+        if reads is not None:
+            criteria = tuple(visibility_of(request, definition) for definition in reads)
+            entry = self._entries.get((key, reads, tuple(map(id, criteria))))
+            if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
+                return entry[1]
+        request.__dict__[_READS] = []
+        try:
+            statement = build()
+            reads = tuple(dict.fromkeys(request.__dict__[_READS]))
+        finally:
+            request.__dict__[_READS] = outer
+        # (noted in ``outer`` too: a statement built inside another one is part of it)
+        criteria = tuple(visibility_of(request, definition) for definition in reads)
         if len(self._entries) >= self.size:
             self._entries.clear()
-        self._entries[full_key] = (criteria, statement)
+        self._reads[key] = reads
+        self._entries[(key, reads, tuple(map(id, criteria)))] = (criteria, statement)
         return statement
 
     def __len__(self) -> int:

@@ -78,6 +78,6 @@ def test_two_applications_share_nothing(tmp_path):
     assert one.owner is not two.owner and one.readers is not two.readers
     assert one.fields == two.fields and one.fields["label"].key == "title"
     second.get("/api/notes/1")
-    first_item = [s for (key, _ids), (_c, s) in first_schema.statements._entries.items() if key[0] == "item"]
-    second_item = [s for (key, _ids), (_c, s) in second_schema.statements._entries.items() if key[0] == "item"]
+    first_item = [s for (key, *_), (_c, s) in first_schema.statements._entries.items() if key[0] == "item"]
+    second_item = [s for (key, *_), (_c, s) in second_schema.statements._entries.items() if key[0] == "item"]
     assert first_item and second_item and first_item[0] is not second_item[0]
