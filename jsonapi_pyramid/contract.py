@@ -97,7 +97,7 @@ class ResourceDefinition:
         self.id_column = None
         self.parse_id: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
-        #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
+        #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
