@@ -22,11 +22,12 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
-from sqlalchemy.orm import ColumnProperty
+from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import Integer, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .transformer import Transformer, meta_method_name, snake_case
+from .schema import Field, Readers, StatementCache, build_fields, visibility_of
+from .transformer import Transformer, meta_method_name
 
 __all__ = ["Registry", "ResourceDefinition", "get_registry"]
 
@@ -101,6 +102,14 @@ class ResourceDefinition:
         self.attributes: tuple[str, ...] = ()
         #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
+        #: JSON name -> ``schema.Field`` of every attribute
+        self.fields: dict[str, Field] = {}
+        #: readers of attribute values from records and instances (``schema.Readers``)
+        self.readers: Readers | None = None
+        #: ``aliased(model)``: the owner side of relationship joins (an alias, so a relationship
+        #: from a model to itself joins two distinct tables). Made once: building one costs
+        #: milliseconds, and a stable alias keeps SQLAlchemy's statement cache warm.
+        self.owner = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
@@ -138,9 +147,13 @@ class ResourceDefinition:
             raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
         self.transformer_class = type(sample)
         self.transformer_factory = factory
-        self.transformer_class.prepare()
         self.attributes = tuple(self.transformer_class.attributes)
         self.available_metas = tuple(self.transformer_class.available_metas)
+        for name, attribute in dict(self.transformer_class.attribute_map).items():
+            if not isinstance(attribute, str) or not attribute:
+                raise ConfigurationError(
+                    f"{self.transformer_class.__name__}: attribute_map[{name!r}] must name an entity attribute"
+                )
         for name in self.attributes:
             attribute = sample.entity_attribute(name)
             if not hasattr(model, attribute):
@@ -148,6 +161,9 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
+        self.fields = build_fields(model, self.transformer_class)
+        self.readers = Readers(model, self.transformer_class, self.attributes)
+        self.owner = aliased(model)
         self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
@@ -243,21 +259,28 @@ class ResourceDefinition:
         return value
 
     def entity_attribute(self, name: str) -> str:
-        return self.transformer_class.attribute_map.get(name) or snake_case(name)
+        """The entity attribute behind the JSON name ``name`` (``Transformer.entity_attribute``)."""
+        field = self.fields.get(name)
+        return field.key if field is not None else self.transformer_class.entity_attribute(name)
 
     def visibility(self, request):
-        """The SQL criterion limiting rows to those the caller may see, or None for all."""
-        return self.visible(request) if self.visible is not None else None
+        """The SQL criterion limiting rows to those the caller may see, or None for all (asked
+        once per request: ``schema.visibility_of``)."""
+        return visibility_of(request, self) if self.visible is not None else None
 
     def relationship(self, name: str) -> Relationship | None:
         return self.relationships.get(name)
 
 
 class Registry:
-    """The resource types of an application, by type name and by model class."""
+    """The per-application schema: the resource types by type name and by model class (each
+    holding the facts about its mapping, ``schema``), the settings, and every cache the library
+    keeps (``statements``). One per application, on Pyramid's registry (``get_registry``)."""
 
     def __init__(self, settings):
         self.settings = settings
+        #: statements reused across requests (``schema.StatementCache``)
+        self.statements = StatementCache()
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type, ResourceDefinition] = {}
         self.resolved = False
