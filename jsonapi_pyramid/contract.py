@@ -197,6 +197,8 @@ class ResourceDefinition:
     def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
+        if kind == "filterable" and parts[0] in ("and", "or", "not"):
+            raise ConfigurationError(f"{self.type}: filterable {path!r}: and, or, not are keys of the filter language")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             relationship = definition.relationships.get(part)

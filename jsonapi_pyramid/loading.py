@@ -23,7 +23,7 @@ from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
 from .contract import ResourceDefinition
 from .pagination import CursorPage, OrderKey, load_cursor_page
-from .filtering import bound_filter_value, filter_criterion
+from .filtering import filter_parameters, filter_shape, filter_visibilities, filters_criterion
 from .query import QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
@@ -124,8 +124,9 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None,
         criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
-    for index, term in enumerate(plan.filters):
-        statement = statement.where(filter_criterion(request, definition, term, f"jsonapi_filter_{index}"))
+    filtered = filters_criterion(request, definition, plan.filters)
+    if filtered is not None:
+        statement = statement.where(filtered)
     return _apply_sort(request, definition, plan, statement)
 
 
@@ -197,10 +198,7 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
         parameters["jsonapi_parent_id"] = parent[2]
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
     if plan.filters:
-        dialect = request.dbsession.get_bind().dialect.name
-        for index, term in enumerate(plan.filters):
-            if term.operator != "isnull":
-                parameters[f"jsonapi_filter_{index}"] = bound_filter_value(term.operator, term.value, dialect)
+        parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
     criteria = _criteria_of(request, definition, plan)
 
     def build():
@@ -213,7 +211,7 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
 
     key = ("page", definition, columns is definition.record_columns,
            None if parent is None else (parent[0], parent[1].name),
-           tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
+           filter_shape(plan.filters),
            tuple((key.path, key.descending) for key in plan.sort))
     return STATEMENTS.get(key, criteria, build), parameters
 
@@ -221,8 +219,8 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
 def _criteria_of(request, definition, plan) -> tuple:
     """Every visibility criterion a collection statement of ``plan`` holds, in a fixed order:
     the type's own, then those of the resources on each filter and sort path."""
-    criteria = [definition.visibility(request)]
-    for path in [term.path for term in plan.filters] + [key.path for key in plan.sort]:
+    criteria = [definition.visibility(request), *filter_visibilities(request, definition, plan.filters)]
+    for path in [key.path for key in plan.sort]:
         current = definition
         for name in path:
             relationship = current.relationships.get(name)

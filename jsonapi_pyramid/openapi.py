@@ -42,6 +42,7 @@ from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, get_registry
 from .errors import MethodNotAllowed, NotFound
+from .filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from .query import FILTER_OPERATORS
 from .renderer import MEDIA_TYPE
 from .security import Permission
@@ -68,6 +69,7 @@ SECURITY_SCHEME = "bearerAuth"
 _ORDER_FILTERS = ("eq", "ne", "lt", "lte", "gt", "gte")
 _LIST_FILTERS = ("in", "nin")
 _TEXT_FILTERS = ("contains", "icontains", "startswith")
+_QUANTIFIED = {"any": "Some", "all": "Every", "none": "No"}
 
 # Every status the library can answer, with the situations that give it (CONTRACT.md section 3).
 ERROR_STATUSES = {
@@ -402,7 +404,13 @@ class _Builder:
                 "description": (
                     "A JSON:API 1.1 service (https://jsonapi.org/format/1.1/). Every document is "
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
-                    "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`."
+                    "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
+                    "Filters combine: terms are ANDed; `filter[or][<n>][...]` (members 0, 1, ...: each the AND of "
+                    "its terms), `filter[and][<n>][...]` and `filter[not][...]` group them; a to-many relationship "
+                    "takes `[any]`, `[all]`, `[none]` followed by filters of its type, and `[count][<op>]` "
+                    "(rows the caller may not see never match and never count). At most "
+                    f"{self.settings['max_filters']} terms, {self.settings['max_filter_depth']} levels of groups and "
+                    "quantifiers."
                 ),
             },
             "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
@@ -742,6 +750,7 @@ class _Builder:
                 if operator in _LIST_FILTERS:
                     parameter.update(style="form", explode=False)
                 params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
+            params.extend(self._quantifier_parameters(definition, path))
         max_size = self.settings["max_page_size"]
         params.append(self._param("page.number", {
             "name": "page[number]", "in": "query", "required": False, "description": "Page number, from 1.",
@@ -757,6 +766,35 @@ class _Builder:
                                "cursor, taken from an item's `meta.page.cursor` or a `links` URL; not with "
                                "`page[number]`. Ask for the first cursor page with the profile in `Accept`.",
                 "schema": {"type": "string", "minLength": 1}}))
+        return params
+
+    def _quantifier_parameters(self, definition, path: str) -> list:
+        """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
+        ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
+        target, many = definition, False
+        for part in path.split("."):
+            relationship = target.relationships.get(part)
+            if relationship is None:
+                return []
+            target, many = relationship.target_definition, relationship.many
+        if not many:
+            return []
+        T, params = definition.type, []
+        count = {"type": "integer", "minimum": 0, "maximum": 999999999}
+        for operator in (None, *COUNT_OPERATORS):
+            name = f"filter[{path}][count]" + (f"[{operator}]" if operator else "")
+            params.append(self._param(f"filter.{T}.{path}.count" + (f".{operator}" if operator else ""), {
+                "name": name, "in": "query", "required": False, "schema": count,
+                "description": f"The number of `{path}` the caller may see, {operator or 'eq'} this value."}))
+        for quantifier in QUANTIFIERS:
+            for field in list(dict.fromkeys(list(target.filterable) + ["id"])):
+                params.append(self._param(f"filter.{T}.{path}.{quantifier}.{field}", {
+                    "name": f"filter[{path}][{quantifier}][{field}]", "in": "query", "required": False,
+                    "schema": {"type": "string"},
+                    "description": f"{_QUANTIFIED[quantifier]} `{path}` the caller may see has `{field}` equal to this "
+                                   f"value. After `[{quantifier}]` come `{target.type}` filters of every form "
+                                   "(operators, groups, quantifiers); terms under one quantifier hold for the same "
+                                   "related resource."}))
         return params
 
     def _filter_value_schema(self, definition, path: str) -> tuple[dict, bool, bool]:
