@@ -22,8 +22,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
 from .contract import ResourceDefinition
-from .pagination import CursorPage, OrderKey, load_cursor_page
-from .filtering import filter_parameters, filter_shape, filter_visibilities, filters_criterion
+from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
+from .filtering import filter_parameters, filter_shape, filter_visibilities, filters_criterion, related_count
 from .query import QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
@@ -137,6 +137,9 @@ def _apply_sort(request, definition, plan, statement):
     keys = []
     joined = set()
     for key in plan.sort:
+        if is_count_key(definition, key.path):  # a correlated count: never NULL, no join
+            keys.append(OrderKey(related_count(request, definition, key.path[0]), key.descending))
+            continue
         current = definition
         through = False
         for name in key.path[:-1]:
@@ -152,7 +155,8 @@ def _apply_sort(request, definition, plan, statement):
         attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
         column = getattr(current.model, attribute)
         prop = inspect(current.model).attrs.get(attribute)
-        nullable = through or prop is None or any(c.nullable for c in getattr(prop, "columns", ()))
+        # only a plain NOT NULL column is known never to be NULL (not a column_property or a hybrid)
+        nullable = through or prop is None or any(getattr(c, "nullable", True) for c in getattr(prop, "columns", ()))
         keys.append(OrderKey(column, key.descending, nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is

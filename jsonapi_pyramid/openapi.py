@@ -40,7 +40,7 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from sqlalchemy import inspect
 from sqlalchemy.sql import sqltypes
 
-from .contract import TOTAL_COUNT, get_registry
+from .contract import TOTAL_COUNT, attribute_sql, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from .query import FILTER_OPERATORS
@@ -491,7 +491,7 @@ class _Builder:
         if column is None:
             return {}
         schema = _column_schema(column.type)
-        if column.nullable and "type" in schema:
+        if getattr(column, "nullable", True) and "type" in schema:  # a column_property's may be NULL
             schema["type"] = [schema["type"], "null"]
         return schema
 
@@ -810,9 +810,8 @@ class _Builder:
                 continue
             if part == "id":
                 return self._id_schema(current), True, False
-            attribute = current.entity_attribute(part)
-            prop = inspect(current.model).attrs.get(attribute)
-            column_type = prop.columns[0].type if prop is not None and hasattr(prop, "columns") else None
+            sql = attribute_sql(current.model, current.entity_attribute(part))
+            column_type = sql[1] if sql is not None else None
             schema = _column_schema(column_type) if column_type is not None else {"type": "string"}
             return schema, False, isinstance(column_type, sqltypes.String)
         return {"type": "string"}, False, False

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sqlalchemy import inspect
 from sqlalchemy.sql import sqltypes
 
-from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
+from .contract import TOTAL_COUNT, ResourceDefinition, attribute_sql, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
 from .pagination import check_cursor_sort, max_size_error, profile_requested
@@ -291,9 +290,7 @@ def _terminal(definition, path):
             continue
         if part == "id":
             return current.id_column.type, current.parse_id
-        attribute = current.entity_attribute(part)
-        column = inspect(current.model).attrs[attribute].columns[0]
-        return column.type, None
+        return attribute_sql(current.model, current.entity_attribute(part))[1], None
     raise AssertionError(path)  # declarations are checked at start-up
 
 

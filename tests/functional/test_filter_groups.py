@@ -338,3 +338,54 @@ def test_filters_match_a_brute_force_evaluation(api, db, town, auth_headers, typ
     expected = {row.id for row in db.scalars(select(model)) if visible(row) and _holds(conjunction, row, visible, town)}
     event("matches: none" if not expected else "matches: some")
     assert ids_of(response.json) == expected, parameters
+
+
+# -- sort by count ------------------------------------------------------------------------------------------------
+
+def _visible_count(article, caller_id=None):
+    return len(article.comments) if article.status == "published" or article.user_id == caller_id else 0
+
+
+def test_sort_by_count_is_stable_and_counts_visible_rows_only(api, db, town, auth_headers):
+    document = get(api, "/api/articles", {"sort": "-comments.count", "page[size]": "100"})
+    articles = {article.id: article for article in db.scalars(select(Article))}
+    expected = sorted((a for a in articles.values() if a.status == "published"),
+                      key=lambda a: (-len(a.comments), -a.id))  # the id follows the last key's direction
+    assert [int(item["id"]) for item in document["data"]] == [a.id for a in expected]
+    # users by their number of visible articles: carol's draft never counts for anonymous callers
+    users = get(api, "/api/users", {"sort": "-articles.count,name", "page[size]": "100"})
+    assert [item["attributes"]["name"] for item in users["data"]] == ["Carol", "Admin", "Alice", "Bob", "Dave"]
+    alice = auth_headers(town["alice"])
+    users = get(api, "/api/users", {"sort": "-articles.count,name", "page[size]": "100"}, headers=alice)
+    assert [item["attributes"]["name"] for item in users["data"]] == ["Alice", "Carol", "Admin", "Bob", "Dave"]
+
+
+def test_sort_by_count_walks_with_cursors(api, db, town, make_articles):
+    make_articles(7, town["dave"], comments=1)
+    make_articles(5, town["dave"], comments=0)
+    accept = {"Accept": 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'}
+    seen = []
+    document = get(api, "/api/articles", {"sort": "comments.count", "page[size]": "4"}, headers=accept)
+    while True:
+        seen.extend(int(item["id"]) for item in document["data"])
+        if not document["links"]["next"]:
+            break
+        document = api.get(document["links"]["next"]).json
+    published = [a for a in db.scalars(select(Article)) if a.status == "published"]
+    assert seen == [a.id for a in sorted(published, key=lambda a: (len(a.comments), a.id))]
+
+
+def test_count_sorts_are_declared(api, town):
+    document = get(api, "/api/comments", {"sort": "article.count"}, status=400)
+    assert document["errors"][0]["source"] == {"parameter": "sort"}
+    get(api, "/api/articles", {"sort": "author.count"}, status=400)
+
+
+@pytest.mark.parametrize("size", [10, 100])
+@pytest.mark.parametrize("include", ["author", "author,comments,tags"])
+def test_sort_by_count_costs_one_statement(api, town, make_articles, count_statements, size, include):
+    make_articles(30, town["carol"])
+    with count_statements() as statements:
+        document = get(api, "/api/articles", {"sort": "-comments.count", "page[size]": str(size), "include": include})
+    assert len(document["data"]) == min(size, 35)
+    assert len(statements) == 1 + len(include.split(","))
