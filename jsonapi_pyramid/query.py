@@ -286,10 +286,10 @@ def _terminal(definition, path):
         if relationship is not None:
             current = relationship.target_definition
             if index == len(path) - 1:
-                return current.id_column.type, current.parse_id
+                return current.id_column.type, current.parse_id_value
             continue
         if part == "id":
-            return current.id_column.type, current.parse_id
+            return current.id_column.type, current.parse_id_value
         return attribute_sql(current.model, current.entity_attribute(part))[1], None
     raise AssertionError(path)  # declarations are checked at start-up
 
