@@ -37,6 +37,7 @@ _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
 # digits, "-" and "_" (plus the bracketed keys of its family). Anything else is a 400, so
 # ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
 _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
+_FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -125,7 +126,10 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         if "\x00" in value:
             raise BadRequest(f"{name!r} must not contain NUL characters.", parameter=name)
-        if base_name == "filter":  # any number of bracketed keys: ``filter_syntax``
+        if base_name == "filter":  # any number of bracketed keys, read by ``filter_syntax``
+            if not _FILTER_NAME.fullmatch(name):
+                raise BadRequest(f"Malformed parameter {name!r}: use filter[<field>] or filter[<field>][<op>].",
+                                 parameter=name)
             parameters.append((name, value, "filter", None, None))
             continue
         match = _FAMILY.match(name)
