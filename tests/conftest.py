@@ -11,7 +11,9 @@
 
 Environment: ``TEST_DATABASE_URL`` (a PostgreSQL server URL whose ``postgres`` database may create
 databases), ``JSONAPI_TEST_BACKENDS`` (``sqlite``, ``postgresql`` or both, comma separated),
-``JSONAPI_REQUIRE_POSTGRESQL=1`` (CI: fail instead of skipping PostgreSQL).
+``JSONAPI_REQUIRE_POSTGRESQL=1`` (CI: fail instead of skipping PostgreSQL),
+``JSONAPI_TEST_ISOLATION`` (``serializable``: the PostgreSQL test databases default to that
+isolation level, and the app retries as production.ini does, 3 attempts; ``make test-serializable``).
 """
 from __future__ import annotations
 
@@ -78,6 +80,9 @@ def _postgresql_database(prefix: str = "jsonapi_test"):
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
+            if ISOLATION:  # every transaction of every connection to it, the app's and the tests'
+                assert ISOLATION in ("serializable", "repeatable read", "read committed"), ISOLATION
+                connection.execute(text(f"ALTER DATABASE \"{name}\" SET default_transaction_isolation = '{ISOLATION}'"))
     except Exception as exc:  # noqa: BLE001 - reported as skip or failure below
         admin.dispose()
         if os.environ.get("JSONAPI_REQUIRE_POSTGRESQL"):
@@ -120,6 +125,11 @@ APP_SETTINGS = {
     "blog.argon2_memory_cost": "64",
     "retry.attempts": "1",
 }
+#: ``make test-serializable``: PostgreSQL at SERIALIZABLE, as a distributed SQL engine runs; then
+#: serialization failures are expected and retried, as production.ini does.
+ISOLATION = os.environ.get("JSONAPI_TEST_ISOLATION", "")
+if ISOLATION:
+    APP_SETTINGS["retry.attempts"] = "3"
 
 
 @pytest.fixture(autouse=True)
