@@ -42,6 +42,7 @@ from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, get_registry
 from .errors import MethodNotAllowed, NotFound
+from .jsontypes import NUMBER_TYPES, attribute_sql_type
 from .query import FILTER_OPERATORS
 from .renderer import MEDIA_TYPE
 from .security import Permission
@@ -474,16 +475,11 @@ class _Builder:
         }
 
     def _attribute_schema(self, definition, name: str) -> dict:
-        model = definition.model
-        attribute = definition.entity_attribute(name)
-        column = None
-        prop = inspect(model).attrs.get(attribute)
-        if prop is not None and hasattr(prop, "columns"):
-            column = prop.columns[0]
-        if column is None:
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        if sql_type is None:
             return {}
-        schema = _column_schema(column.type)
-        if column.nullable and "type" in schema:
+        schema = _column_schema(sql_type)
+        if nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
         return schema
 
@@ -772,9 +768,7 @@ class _Builder:
                 continue
             if part == "id":
                 return self._id_schema(current), True, False
-            attribute = current.entity_attribute(part)
-            prop = inspect(current.model).attrs.get(attribute)
-            column_type = prop.columns[0].type if prop is not None and hasattr(prop, "columns") else None
+            column_type, _nullable = attribute_sql_type(current.model, current.entity_attribute(part))
             schema = _column_schema(column_type) if column_type is not None else {"type": "string"}
             return schema, False, isinstance(column_type, sqltypes.String)
         return {"type": "string"}, False, False
@@ -1076,7 +1070,10 @@ def _column_schema(column_type) -> dict:
         return {"type": "boolean"}
     if isinstance(column_type, sqltypes.Integer):
         return {"type": "integer"}
-    if isinstance(column_type, sqltypes.Numeric):
+    if isinstance(column_type, NUMBER_TYPES) and column_type.asdecimal:
+        # Decimals are written as strings (no precision lost); a number is accepted on input too.
+        return {"type": "string", "format": "decimal", "pattern": "^-?[0-9]+(\\.[0-9]+)?$"}
+    if isinstance(column_type, NUMBER_TYPES):
         return {"type": "number"}
     if isinstance(column_type, sqltypes.DateTime):
         return {"type": "string", "format": "date-time"}

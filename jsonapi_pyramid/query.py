@@ -309,7 +309,7 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str):
             if not _INTEGER.fullmatch(raw):
                 raise ValueError(raw)
             return int(raw)
-        if isinstance(column_type, sqltypes.Numeric):
+        if isinstance(column_type, (sqltypes.Numeric, sqltypes.Float)):  # Float is no Numeric in SQLAlchemy 2.1
             value = Decimal(raw)
             if not value.is_finite():
                 raise ValueError(raw)

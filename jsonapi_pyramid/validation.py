@@ -45,6 +45,7 @@ from sqlalchemy import inspect, select
 from sqlalchemy.orm import RelationshipDirection
 
 from .errors import BadRequest, Conflict, Forbidden, ValidationFailed
+from .jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind
 
 __all__ = [
     "Changes",
@@ -64,6 +65,7 @@ __all__ = [
     "required_on_create",
     "resolve_identifiers",
     "run_schema",
+    "set_relationship",
     "validate_linkage",
     "validate_resource",
     "writable_attributes",
@@ -195,6 +197,9 @@ def _parse(definition, raw):
 
 def _client_id(definition, data: dict, failures: Failures):
     if "id" not in data:
+        if definition.client_ids and not definition.id_generated:
+            failures.add("/data/id", f"data.id is required: {definition.type} resources take client-generated "
+                                     f"ids and the server makes none.")
         return None
     if not definition.client_ids:
         # JSON:API: a server that does not accept client-generated ids answers 403.
@@ -238,24 +243,43 @@ def _validate_attributes(request, definition, data: dict, entity, failures: Fail
         failures.add("/data/attributes", "attributes must be an object.")
         return {}
     writable = writable_attributes(definition)
-    sent = {}
+    schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
+    bound = _schema(schema).bind(request=request, entity=entity, definition=definition) if schema is not None else None
+    sent, unchecked, wrong_type = {}, {}, set()
     for name, value in attributes.items():
         pointer = f"/data/attributes/{_escape(name)}"
-        if name in writable:
+        if name not in writable:
+            failures.add(pointer, f"{name!r} is read-only." if name in definition.attributes
+                         else f"{definition.type} has no attribute {name!r}.")
+            continue
+        node = bound.get(name) if bound is not None else None
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        problem = check_json_type(json_kind(sql_type, node), value)
+        if problem is not None:
+            failures.add(pointer, f"{name} {problem}")
+            wrong_type.add(f"/{_escape(name)}")
+        elif node is not None:
             sent[name] = value
-        elif name in definition.attributes:
-            failures.add(pointer, f"{name!r} is read-only.")
-        else:
-            failures.add(pointer, f"{definition.type} has no attribute {name!r}.")
-    schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
-    if schema is None:
-        return sent
-    bound = _schema(schema).bind(request=request, entity=entity, definition=definition)
+        else:  # no colander node: the column's type converts it (strictly)
+            _decode_unchecked(name, value, sql_type, nullable, pointer, unchecked, failures)
+    if bound is None:
+        return unchecked
     values, schema_failures = run_schema(bound, sent, partial=entity is not None)
     for pointer, message in schema_failures:
-        failures.add("/data/attributes" + pointer, message)
-    # Attributes the schema does not know but ``writable=`` allows pass as sent.
-    return {**{k: v for k, v in sent.items() if k not in bound}, **values}
+        if "/" + pointer[1:].split("/")[0] not in wrong_type:  # a value of the wrong type is reported once
+            failures.add("/data/attributes" + pointer, message)
+    # Attributes the schema does not know but ``writable=`` allows pass, converted by their column.
+    return {**unchecked, **values}
+
+
+def _decode_unchecked(name: str, value, sql_type, nullable: bool, pointer: str, out: dict, failures: Failures) -> None:
+    if value is None and not nullable:
+        failures.add(pointer, f"{name} cannot be null.")
+        return
+    try:
+        out[name] = decode_value(sql_type, value)
+    except ValueError as exc:
+        failures.add(pointer, f"{name}: {exc}")
 
 
 def run_schema(schema: colander.SchemaNode, cstruct: dict, *, partial: bool = False):
@@ -564,7 +588,25 @@ def apply_changes(request, definition, entity, changes: Changes) -> None:
     if changes.attributes:
         apply(entity, changes.attributes, request)
     for relationship, value in changes.relationships:
-        setattr(entity, relationship.prop.key, value)
+        set_relationship(entity, relationship, value)
+
+
+def set_relationship(entity, relationship, value) -> None:
+    """Replace a relationship's value (an entity or None for a to-one, a list for a to-many).
+
+    A self-referential many-to-one between rows that exist is written as its foreign key: through
+    the relationship, SQLAlchemy's unit of work sees a row that is (or was) linked to itself
+    depend on itself and refuses to flush (``CircularDependencyError``)."""
+    prop = relationship.prop
+    mapper = inspect(type(entity))
+    if (prop.direction is RelationshipDirection.MANYTOONE and prop.mapper.base_mapper is mapper.base_mapper
+            and inspect(entity).persistent and (value is None or inspect(value).persistent)):
+        for local, remote in prop.local_remote_pairs:
+            key = mapper.get_property_by_column(local).key
+            setattr(entity, key, None if value is None else getattr(value, mapper.get_property_by_column(remote).key))
+        inspect(entity).session.expire(entity, [prop.key])  # read back from the key
+        return
+    setattr(entity, prop.key, value)
 
 
 def add_members(entity, relationship, members: list) -> None:

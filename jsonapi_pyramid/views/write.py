@@ -9,7 +9,10 @@ is aborted.
 """
 from __future__ import annotations
 
+from sqlalchemy.exc import CircularDependencyError
+
 from ..document import DocumentBuilder
+from ..errors import ValidationFailed
 from ..loading import Loaded, load_includes
 from ..query import parse_query
 from ..renderer import json_response
@@ -18,6 +21,7 @@ from ..validation import (
     apply_changes,
     parse_document,
     remove_members,
+    set_relationship,
     validate_linkage,
     validate_resource,
 )
@@ -34,7 +38,7 @@ def create(context, request):
         setattr(entity, definition.id_attribute, changes.id)
     apply_changes(request, definition, entity, changes)
     request.dbsession.add(entity)
-    request.dbsession.flush()
+    _flush(request, "/data/relationships")
     document = _resource_document(request, plan, definition, entity)
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
@@ -48,7 +52,7 @@ def update(context, request):
     plan = parse_query(request, definition, collection=False)
     changes = validate_resource(request, definition, parse_document(request), entity=context.entity)
     apply_changes(request, definition, context.entity, changes)
-    request.dbsession.flush()
+    _flush(request, "/data/relationships")
     return json_response(_resource_document(request, plan, definition, context.entity))
 
 
@@ -63,8 +67,8 @@ def remove(context, request):
 def replace_to_one(context, request):
     """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204."""
     target = validate_linkage(request, context, parse_document(request), mode="replace")
-    setattr(context.entity, context.relationship.prop.key, target)
-    request.dbsession.flush()
+    set_relationship(context.entity, context.relationship, target)
+    _flush(request, "/data")
     return json_response(None, status=204)
 
 
@@ -79,7 +83,7 @@ def add_to_many(context, request):
 def replace_to_many(context, request):
     """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200."""
     members = validate_linkage(request, context, parse_document(request), mode="replace")
-    setattr(context.entity, context.relationship.prop.key, members)
+    set_relationship(context.entity, context.relationship, members)
     return _linkage_response(context, request)
 
 
@@ -99,6 +103,16 @@ def _resource_document(request, plan, definition, entity) -> dict:
     return DocumentBuilder(request, plan).single(loaded)
 
 
+def _flush(request, pointer: str) -> None:
+    """Flush, so that a constraint fails inside the request. Rows that would depend on each other
+    in a cycle the database cannot write in any order are the client's links: 422 at ``pointer``."""
+    try:
+        request.dbsession.flush()
+    except CircularDependencyError:
+        raise ValidationFailed([(pointer, "These links would make rows depend on each other in a cycle "
+                                          "that cannot be written.")]) from None
+
+
 def _linkage_response(context, request):
-    request.dbsession.flush()
+    _flush(request, "/data")
     return json_response(linkage_document(context, request))
