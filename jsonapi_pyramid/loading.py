@@ -151,7 +151,7 @@ def _apply_sort(request, definition, plan, statement):
         attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
         column = getattr(current.model, attribute)
         prop = inspect(current.model).attrs.get(attribute)
-        nullable = through or prop is None or any(c.nullable for c in getattr(prop, "columns", ()))
+        nullable = through or prop is None or any(getattr(c, "nullable", True) for c in getattr(prop, "columns", ()))
         keys.append(OrderKey(column, key.descending, nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is

@@ -318,6 +318,8 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str):
             return _parse_timestamp(raw)
         if isinstance(column_type, sqltypes.Date):
             return dt.date.fromisoformat(raw)
+        if isinstance(column_type, sqltypes.Time):
+            return dt.time.fromisoformat(raw)
         if isinstance(column_type, sqltypes.Uuid):
             return uuid.UUID(raw)
         if isinstance(column_type, sqltypes.Enum) and column_type.enums and raw not in column_type.enums:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 
 import catalog
 from catalog.models import Base
@@ -25,6 +26,18 @@ def wsgi_app(database_url):
     app = catalog.main({}, **{"sqlalchemy.url": database_url, "retry.attempts": "1"})
     yield app
     app.registry["db.engine"].dispose()
+
+
+# Overridden, not inherited: the root conftest's session fixtures would otherwise keep the
+# catalogue's engine for the blog's tests that run after these.
+@pytest.fixture(scope="session")
+def engine(wsgi_app):
+    return wsgi_app.registry["db.engine"]
+
+
+@pytest.fixture(scope="session")
+def backend(database_url) -> str:
+    return make_url(database_url).get_backend_name()
 
 
 @pytest.fixture
