@@ -51,8 +51,8 @@ setup(
         "Typing :: Typed",
     ],
     packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),
-    # The JSON:API 1.1 schema the conformance kit (jsonapi_pyramid.testing) validates documents with.
-    package_data={"jsonapi_pyramid": ["py.typed", "testing/jsonapi-1.1.schema.json"]},
+    # py.typed; the project generator's template; the conformance kit's JSON:API schema.
+    package_data={"jsonapi_pyramid": ["py.typed", "scaffold/project/**/*", "testing/*.json"]},
     zip_safe=False,
     python_requires=">=3.11",
     install_requires=requires,
@@ -60,6 +60,7 @@ setup(
     entry_points={
         "console_scripts": [
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
+            "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
         ],
     },
 )

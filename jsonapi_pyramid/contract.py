@@ -131,7 +131,7 @@ class ResourceDefinition:
         self.parse_id_value: Callable[[str], Any] = _parse_int
         self.id_generated = True
         self.attributes: tuple[str, ...] = ()
-        #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
+        #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}
