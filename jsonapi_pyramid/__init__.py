@@ -60,12 +60,18 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
+    # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
+    "max_filter_depth": 3,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
+    "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "expose_errors": False,
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
+    # An ``acl=`` is only enforced by a security policy; without one every write would be open.
+    # True: start anyway (the application enforces access some other way). README, "Security".
+    "allow_acl_without_policy": False,
 }
 
 #: The order of the action that resolves every declaration: after all registrations (order 0).
@@ -118,6 +124,23 @@ def add_jsonapi_resource(config, model, **options):
     return definition
 
 
+def resolve(pyramid_registry) -> None:
+    """When the configuration commits: resolve every registration (whatever their order), then
+    refuse ACLs that nothing would enforce."""
+    from pyramid.interfaces import ISecurityPolicy
+
+    registry = get_registry(pyramid_registry)
+    registry.resolve()
+    with_acl = sorted(d.type for d in registry.types.values() if d.acl is not None)
+    if with_acl and pyramid_registry.queryUtility(ISecurityPolicy) is None and not registry.settings["allow_acl_without_policy"]:
+        raise ConfigurationError(
+            f"acl= is given for {', '.join(with_acl)} but no security policy is configured, so it would "
+            "not be enforced and every operation would be open: call config.set_security_policy(...) "
+            "(jsonapi_pyramid.security.BearerTokenPolicy, for instance), or set "
+            "jsonapi.allow_acl_without_policy = true if access is enforced some other way"
+        )
+
+
 def _request_id(request) -> str:
     # Kept in the environ: every attempt of a retried request (pyramid_retry) has the same id.
     request_id = request.environ.get("jsonapi.request_id")
@@ -129,37 +152,6 @@ def _request_id(request) -> str:
             request_id = uuid.uuid4().hex
         request.environ["jsonapi.request_id"] = request_id
     return request_id
-
-
-#: After every ``add_request_method`` of the application and its add-ons.
-REQUEST_CLASS_ORDER = 100
-
-
-def request_class_once(registry) -> None:
-    """Put the request properties (``add_request_method(..., reify=True)``: ``dbsession``,
-    pyramid_tm's ``tm``, ...) on one request class, made once, instead of on a class Pyramid
-    makes for every request (``InstancePropertyHelper.apply_properties``, which costs a tenth of
-    a small read). The properties are the same objects either way; request methods stay as they
-    are. Done only when the request factory is a class (an application's own factory function is
-    left alone)."""
-    from pyramid.config.factories import _RequestExtensions
-    from pyramid.interfaces import IRequestExtensions, IRequestFactory
-    from pyramid.request import Request
-
-    extensions = registry.queryUtility(IRequestExtensions)
-    factory = registry.queryUtility(IRequestFactory, default=Request)
-    if extensions is None or not extensions.descriptors or not isinstance(factory, type):
-        return
-    attributes = {"__module__": factory.__module__, **extensions.descriptors}
-    request_class = type(factory.__name__, (factory,), attributes)
-    for name in ("__implemented__", "__provides__"):  # what apply_properties does: same interfaces
-        value = getattr(factory, name, None)
-        if value is not None:
-            setattr(request_class, name, value)
-    methods_only = _RequestExtensions()
-    methods_only.methods = extensions.methods
-    registry.registerUtility(methods_only, IRequestExtensions)
-    registry.registerUtility(request_class, IRequestFactory)
 
 
 def includeme(config):
@@ -178,10 +170,10 @@ def includeme(config):
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate
+    config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
-    config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)
-    config.action(("jsonapi", "request class"), lambda: request_class_once(config.registry), order=REQUEST_CLASS_ORDER)
+    config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)

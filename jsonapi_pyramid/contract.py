@@ -22,13 +22,16 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
-from sqlalchemy.orm import ColumnProperty
-from sqlalchemy.sql.sqltypes import Integer, String, Uuid
+from sqlalchemy.ext.hybrid import HybridExtensionType
+from sqlalchemy.orm import ColumnProperty, aliased
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.sqltypes import Integer, NullType, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .transformer import Transformer, meta_method_name, snake_case
+from .schema import Field, Readers, StatementCache, build_fields, visibility_of
+from .transformer import Transformer, meta_method_name
 
-__all__ = ["Registry", "ResourceDefinition", "get_registry"]
+__all__ = ["Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
@@ -40,12 +43,63 @@ def _parse_int(value: str) -> int:
     return int(value)
 
 
-def _parse_uuid(value: str) -> str:
+def _parse_uuid(value: str) -> uuid.UUID:
+    """A native ``Uuid`` key: the ``uuid.UUID`` the column binds."""
+    return uuid.UUID(value) if len(value) == 36 else _reject(value)
+
+
+def _parse_uuid_text(value: str) -> str:
+    """A text key declared ``id_format="uuid"``: stored in its canonical text form."""
     return str(uuid.UUID(value)) if len(value) == 36 else _reject(value)
 
 
 def _reject(value: str):
     raise ValueError(value)
+
+
+def _id_rule(model: type, column, declared: str | None) -> tuple[str, Callable[[str], Any]]:
+    """(id format, parser of URL and payload ids into the key's Python value) of a primary key.
+
+    A text key holds UUIDs only when the column is ``Uuid`` or the registration says so
+    (``id_format="uuid"``): a ``String(36)`` may hold any text."""
+    column_type = column.type
+    native_uuid = isinstance(column_type, Uuid)
+    if declared is None:
+        declared = "integer" if isinstance(column_type, Integer) else "uuid" if native_uuid else "string"
+    if declared == "integer" and isinstance(column_type, Integer):
+        return declared, _parse_int
+    if declared == "uuid" and native_uuid:
+        return declared, _parse_uuid if column_type.as_uuid else _parse_uuid_text
+    if declared == "uuid" and isinstance(column_type, String):
+        return declared, _parse_uuid_text
+    if declared == "string" and isinstance(column_type, String):
+        return declared, str
+    raise ConfigurationError(
+        f"{model.__name__}: id_format={declared!r} does not fit its primary key column "
+        f"{column.name} ({column_type!r}); use 'integer' for integer keys, 'uuid' for Uuid or text "
+        "keys holding UUIDs, 'string' for text keys"
+    )
+
+
+def attribute_sql(model, attribute: str):
+    """(SQL expression, its type) of a mapped attribute that SQL can compute: a column, a
+    ``column_property``, or a ``hybrid_property`` whose class-level side is a SQL expression
+    (its ``.expression``, or a getter that works on the class). None for anything else (a plain
+    Python property, a hybrid that only works on instances): such an attribute cannot be
+    filtered or sorted in SQL."""
+    mapper = inspect(model)
+    if isinstance(mapper.attrs.get(attribute), ColumnProperty):
+        expression = getattr(model, attribute)
+        return expression, expression.__clause_element__().type
+    descriptor = mapper.all_orm_descriptors.get(attribute)
+    if getattr(descriptor, "extension_type", None) is not HybridExtensionType.HYBRID_PROPERTY:
+        return None
+    try:
+        expression = getattr(model, attribute)
+        clause = expression.__clause_element__() if hasattr(expression, "__clause_element__") else expression
+    except Exception:  # noqa: BLE001 - a getter that needs an instance: not SQL
+        return None
+    return (expression, clause.type) if isinstance(clause, ColumnElement) else None
 
 
 class ResourceDefinition:
@@ -98,9 +152,18 @@ class ResourceDefinition:
         #: the id's value from a string, by the id's type, forgiving spelling (filter values);
         #: ``parse_id`` is the strict rule for ids that name a resource
         self.parse_id_value: Callable[[str], Any] = _parse_int
+        self.id_generated = True
         self.attributes: tuple[str, ...] = ()
-        #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
+        #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
+        #: JSON name -> ``schema.Field`` of every attribute
+        self.fields: dict[str, Field] = {}
+        #: readers of attribute values from records and instances (``schema.Readers``)
+        self.readers: Readers | None = None
+        #: ``aliased(model)``: the owner side of relationship joins (an alias, so a relationship
+        #: from a model to itself joins two distinct tables). Made once: building one costs
+        #: milliseconds, and a stable alias keeps SQLAlchemy's statement cache warm.
+        self.owner = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
@@ -117,18 +180,18 @@ class ResourceDefinition:
         if mapper is None:
             raise ConfigurationError(f"{model.__name__} is not a mapped SQLAlchemy class")
         if len(mapper.primary_key) != 1:
-            raise ConfigurationError(f"{model.__name__}: a resource needs a single-column primary key")
+            columns = ", ".join(column.name for column in mapper.primary_key)
+            raise ConfigurationError(
+                f"{model.__name__}: a resource needs a single-column primary key, not a composite one "
+                f"({columns}); give the table a surrogate key and a unique constraint over these columns"
+            )
         column = mapper.primary_key[0]
         self.id_column = column
         self.id_attribute = mapper.get_property_by_column(column).key
-        if self.id_format is None:
-            if isinstance(column.type, Integer):
-                self.id_format = "integer"
-            elif isinstance(column.type, Uuid) or (isinstance(column.type, String) and column.type.length == 36):
-                self.id_format = "uuid"
-            else:
-                self.id_format = "string"
-        self.parse_id_value = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
+        self.id_format, self.parse_id_value = _id_rule(model, column, self.id_format)
+        # Does the server make ids? (a default, a server default, or an integer key the database counts)
+        self.id_generated = (column.default is not None or column.server_default is not None
+                             or (isinstance(column.type, Integer) and column.autoincrement in ("auto", True)))
 
         factory = getattr(model, "transformer", None)
         if factory is None:
@@ -138,9 +201,13 @@ class ResourceDefinition:
             raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
         self.transformer_class = type(sample)
         self.transformer_factory = factory
-        self.transformer_class.prepare()
         self.attributes = tuple(self.transformer_class.attributes)
         self.available_metas = tuple(self.transformer_class.available_metas)
+        for name, attribute in dict(self.transformer_class.attribute_map).items():
+            if not isinstance(attribute, str) or not attribute:
+                raise ConfigurationError(
+                    f"{self.transformer_class.__name__}: attribute_map[{name!r}] must name an entity attribute"
+                )
         for name in self.attributes:
             attribute = sample.entity_attribute(name)
             if not hasattr(model, attribute):
@@ -148,6 +215,9 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
+        self.fields = build_fields(model, self.transformer_class)
+        self.readers = Readers(model, self.transformer_class, self.attributes)
+        self.owner = aliased(model)
         self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
@@ -180,7 +250,7 @@ class ResourceDefinition:
         return tuple(getattr(self.model, key).label(key) for key in keys)
 
     def resolve_links(self, registry: "Registry") -> None:
-        """Second pass, once every type is known: relationships and filter/sort declarations."""
+        """Second pass, once every type is known: the relationships."""
         for name in self.relationship_defaults:
             if name not in self.relationships:
                 raise ConfigurationError(f"{self.type}: relationship_defaults names {name!r}, not a relationship")
@@ -188,10 +258,17 @@ class ResourceDefinition:
             if relationship.name in self.attributes:
                 raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")
             relationship.resolve(self, registry)
+
+    def resolve_paths(self, registry: "Registry") -> None:
+        """Third pass, once every relationship is bound: filter and sort declarations (a dotted
+        path may run through types registered after this one)."""
+        # by default every attribute that SQL can compute; declared ones are checked below
+        computed = {name: attribute_sql(self.model, self.entity_attribute(name)) for name in self.attributes}
+        comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], NullType))
         self.filterable = (
-            self._filterable if self._filterable is not None else self.attributes + self.relationships.names()
+            self._filterable if self._filterable is not None else comparable + self.relationships.names()
         )
-        self.sortable = self._sortable if self._sortable is not None else self.attributes
+        self.sortable = self._sortable if self._sortable is not None else tuple(n for n, sql in computed.items() if sql)
         for kind, paths in (("filterable", self.filterable), ("sortable", self.sortable)):
             for path in paths:
                 self._check_path(registry, kind, path)
@@ -199,15 +276,33 @@ class ResourceDefinition:
     def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
+        if kind == "filterable" and parts[0] in ("and", "or", "not"):
+            raise ConfigurationError(f"{self.type}: filterable {path!r}: and, or, not are keys of the filter language")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             relationship = definition.relationships.get(part)
+            if kind == "sortable" and index == 0 and relationship is not None and relationship.many and parts[1:] == ["count"]:
+                return  # the number of visible members (``sort=-comments.count``)
             if relationship is not None:
                 if kind == "sortable" and (relationship.many or last):
-                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one links")
+                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one "
+                                             "links, or be <to-many relationship>.count")
                 definition = relationship.target_definition
                 continue
-            if last and (part in definition.attributes or part == "id"):
+            if last and part == "id":
+                return
+            if last and part in definition.attributes:
+                sql = attribute_sql(definition.model, definition.entity_attribute(part))
+                if sql is None:
+                    raise ConfigurationError(
+                        f"{self.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is not a column, "
+                        "column_property or hybrid_property with a SQL expression, so SQL cannot compare or sort it"
+                    )
+                if kind == "filterable" and isinstance(sql[1], NullType):
+                    raise ConfigurationError(
+                        f"{self.type}: filterable {path!r}: the SQL expression of {part!r} has no type, so filter "
+                        "values cannot be parsed; give it one (func.length(x, type_=Integer), type_coerce(...))"
+                    )
                 return
             raise ConfigurationError(
                 f"{self.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
@@ -243,21 +338,28 @@ class ResourceDefinition:
         return value
 
     def entity_attribute(self, name: str) -> str:
-        return self.transformer_class.attribute_map.get(name) or snake_case(name)
+        """The entity attribute behind the JSON name ``name`` (``Transformer.entity_attribute``)."""
+        field = self.fields.get(name)
+        return field.key if field is not None else self.transformer_class.entity_attribute(name)
 
     def visibility(self, request):
-        """The SQL criterion limiting rows to those the caller may see, or None for all."""
-        return self.visible(request) if self.visible is not None else None
+        """The SQL criterion limiting rows to those the caller may see, or None for all (asked
+        once per request: ``schema.visibility_of``)."""
+        return visibility_of(request, self) if self.visible is not None else None
 
     def relationship(self, name: str) -> Relationship | None:
         return self.relationships.get(name)
 
 
 class Registry:
-    """The resource types of an application, by type name and by model class."""
+    """The per-application schema: the resource types by type name and by model class (each
+    holding the facts about its mapping, ``schema``), the settings, and every cache the library
+    keeps (``statements``). One per application, on Pyramid's registry (``get_registry``)."""
 
     def __init__(self, settings):
         self.settings = settings
+        #: statements reused across requests (``schema.StatementCache``)
+        self.statements = StatementCache()
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type, ResourceDefinition] = {}
         self.resolved = False
@@ -282,6 +384,8 @@ class Registry:
             definition.resolve_own()
         for definition in self.types.values():
             definition.resolve_links(self)
+        for definition in self.types.values():
+            definition.resolve_paths(self)
         self.resolved = True
 
 

@@ -40,6 +40,7 @@ import random
 import time
 
 import orjson
+import pyramid_tm
 import zope.sqlalchemy
 from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
@@ -49,7 +50,6 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
-from zope.sqlalchemy.datamanager import ZopeTransactionEvents
 
 from . import replicas
 
@@ -275,73 +275,8 @@ def bound_unsized_body(request):
     return None
 
 
-#: ``session.info`` key of the session's ``ZopeTransactionEvents`` (factories set up by
-#: ``join_transactions_once``).
-ZOPE_EVENTS = "zope.sqlalchemy.events"
-
-
-def join_transactions_once(session_factory) -> None:
-    """Register zope.sqlalchemy's session listeners once, on ``session_factory``.
-
-    ``zope.sqlalchemy.register(session)`` adds seven event listeners to every new session, which
-    costs more than a small read's SQL. Registered once on the factory, the listeners find the
-    session's own ``ZopeTransactionEvents`` (holding its request's transaction manager) in
-    ``session.info``; a session of this factory without one is left alone.
-    """
-
-    def events(session):
-        return session.info.get(ZOPE_EVENTS)
-
-    @event.listens_for(session_factory, "after_begin")
-    def after_begin(session, transaction, connection):
-        ext = events(session)
-        if ext is not None:
-            ext.after_begin(session, transaction, connection)
-
-    @event.listens_for(session_factory, "after_attach")
-    def after_attach(session, instance):
-        ext = events(session)
-        if ext is not None:
-            ext.after_attach(session, instance)
-
-    @event.listens_for(session_factory, "after_flush")
-    def after_flush(session, flush_context):
-        ext = events(session)
-        if ext is not None:
-            ext.after_flush(session, flush_context)
-
-    @event.listens_for(session_factory, "after_bulk_update")
-    def after_bulk_update(update_context):
-        ext = events(update_context.session)
-        if ext is not None:
-            ext.after_bulk_update(update_context)
-
-    @event.listens_for(session_factory, "after_bulk_delete")
-    def after_bulk_delete(delete_context):
-        ext = events(delete_context.session)
-        if ext is not None:
-            ext.after_bulk_delete(delete_context)
-
-    @event.listens_for(session_factory, "before_commit")
-    def before_commit(session):
-        ext = events(session)
-        if ext is not None:
-            ext.before_commit(session)
-
-    @event.listens_for(session_factory, "do_orm_execute")
-    def do_orm_execute(execute_state):
-        ext = events(execute_state.session)
-        if ext is not None:
-            ext.do_orm_execute(execute_state)
-
-    session_factory.jsonapi_joins_transactions = True
-
-
 def get_tm_session(session_factory, transaction_manager, request=None):
-    """A session joined to ``transaction_manager`` (zope.sqlalchemy)."""
-    if getattr(session_factory, "jsonapi_joins_transactions", False):
-        ext = ZopeTransactionEvents(transaction_manager=transaction_manager)
-        return session_factory(info={"request": request, ZOPE_EVENTS: ext})
+    """A session joined to ``transaction_manager`` (zope.sqlalchemy's ``register``)."""
     session = session_factory(info={"request": request})
     zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
     return session
@@ -365,7 +300,6 @@ def includeme(config):
         config.registry["db.read_wait"] = float(settings.get("db.read_wait", 0.5))
         config.add_tween("jsonapi_pyramid.replicas.position_tween_factory", over="pyramid_tm.tm_tween_factory")
     session_factory = get_session_factory(engine)
-    join_transactions_once(session_factory)
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory
 
@@ -373,7 +307,7 @@ def includeme(config):
         # Tests and tools may hand in their own session through the environ.
         session = request.environ.get("app.dbsession")
         if session is None:
-            if request.environ.get("tm.active"):
+            if pyramid_tm.is_tm_active(request):
                 session = get_tm_session(session_factory, request.tm, request=request)
             else:
                 session = read_session(session_factory, request)
