@@ -60,6 +60,8 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
+    # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
+    "max_filter_depth": 3,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413

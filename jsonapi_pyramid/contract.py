@@ -22,14 +22,16 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
+from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty, aliased
-from sqlalchemy.sql.sqltypes import Integer, String, Uuid
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.sqltypes import Integer, NullType, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, Readers, StatementCache, build_fields, visibility_of
 from .transformer import Transformer, meta_method_name
 
-__all__ = ["Registry", "ResourceDefinition", "get_registry"]
+__all__ = ["Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
@@ -47,6 +49,27 @@ def _parse_uuid(value: str) -> str:
 
 def _reject(value: str):
     raise ValueError(value)
+
+
+def attribute_sql(model, attribute: str):
+    """(SQL expression, its type) of a mapped attribute that SQL can compute: a column, a
+    ``column_property``, or a ``hybrid_property`` whose class-level side is a SQL expression
+    (its ``.expression``, or a getter that works on the class). None for anything else (a plain
+    Python property, a hybrid that only works on instances): such an attribute cannot be
+    filtered or sorted in SQL."""
+    mapper = inspect(model)
+    if isinstance(mapper.attrs.get(attribute), ColumnProperty):
+        expression = getattr(model, attribute)
+        return expression, expression.__clause_element__().type
+    descriptor = mapper.all_orm_descriptors.get(attribute)
+    if getattr(descriptor, "extension_type", None) is not HybridExtensionType.HYBRID_PROPERTY:
+        return None
+    try:
+        expression = getattr(model, attribute)
+        clause = expression.__clause_element__() if hasattr(expression, "__clause_element__") else expression
+    except Exception:  # noqa: BLE001 - a getter that needs an instance: not SQL
+        return None
+    return (expression, clause.type) if isinstance(clause, ColumnElement) else None
 
 
 class ResourceDefinition:
@@ -204,10 +227,13 @@ class ResourceDefinition:
             if relationship.name in self.attributes:
                 raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")
             relationship.resolve(self, registry)
+        # by default every attribute that SQL can compute; declared ones are checked below
+        computed = {name: attribute_sql(self.model, self.entity_attribute(name)) for name in self.attributes}
+        comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], NullType))
         self.filterable = (
-            self._filterable if self._filterable is not None else self.attributes + self.relationships.names()
+            self._filterable if self._filterable is not None else comparable + self.relationships.names()
         )
-        self.sortable = self._sortable if self._sortable is not None else self.attributes
+        self.sortable = self._sortable if self._sortable is not None else tuple(n for n, sql in computed.items() if sql)
         for kind, paths in (("filterable", self.filterable), ("sortable", self.sortable)):
             for path in paths:
                 self._check_path(registry, kind, path)
@@ -215,15 +241,33 @@ class ResourceDefinition:
     def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
+        if kind == "filterable" and parts[0] in ("and", "or", "not"):
+            raise ConfigurationError(f"{self.type}: filterable {path!r}: and, or, not are keys of the filter language")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             relationship = definition.relationships.get(part)
+            if kind == "sortable" and index == 0 and relationship is not None and relationship.many and parts[1:] == ["count"]:
+                return  # the number of visible members (``sort=-comments.count``)
             if relationship is not None:
                 if kind == "sortable" and (relationship.many or last):
-                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one links")
+                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one "
+                                             "links, or be <to-many relationship>.count")
                 definition = relationship.target_definition
                 continue
-            if last and (part in definition.attributes or part == "id"):
+            if last and part == "id":
+                return
+            if last and part in definition.attributes:
+                sql = attribute_sql(definition.model, definition.entity_attribute(part))
+                if sql is None:
+                    raise ConfigurationError(
+                        f"{self.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is not a column, "
+                        "column_property or hybrid_property with a SQL expression, so SQL cannot compare or sort it"
+                    )
+                if kind == "filterable" and isinstance(sql[1], NullType):
+                    raise ConfigurationError(
+                        f"{self.type}: filterable {path!r}: the SQL expression of {part!r} has no type, so filter "
+                        "values cannot be parsed; give it one (func.length(x, type_=Integer), type_coerce(...))"
+                    )
                 return
             raise ConfigurationError(
                 f"{self.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
