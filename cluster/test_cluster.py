@@ -200,7 +200,7 @@ def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine
         time.sleep(3)
         killed_at = time.monotonic()
         os.kill(postmaster_pid(old_leader), signal.SIGKILL)
-        new_leader = ctl.wait_for("a new leader", lambda: (l := ctl.leader()) and l != old_leader and l,
+        new_leader = ctl.wait_for("a new leader", lambda: (leader := ctl.leader()) and leader != old_leader and leader,
                                   timeout=90, interval=0.2)
         promoted_at = time.monotonic()
         # Load continues until writes have succeeded for a while on the new primary.

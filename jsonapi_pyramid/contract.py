@@ -218,7 +218,7 @@ class ResourceDefinition:
         keys = [self.id_attribute, *keys, *reads]
         return tuple(getattr(self.model, key).label(key) for key in keys)
 
-    def resolve_links(self, registry: "Registry") -> None:
+    def resolve_links(self, registry: Registry) -> None:
         """Second pass, once every type is known: relationships and filter/sort declarations."""
         for name in self.relationship_defaults:
             if name not in self.relationships:
@@ -238,7 +238,7 @@ class ResourceDefinition:
             for path in paths:
                 self._check_path(registry, kind, path)
 
-    def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
+    def _check_path(self, registry: Registry, kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
         if kind == "filterable" and parts[0] in ("and", "or", "not"):
