@@ -318,7 +318,7 @@ class ResourceDefinition:
         transformer.definition = self
         return transformer
 
-    def definition_of(self, entity) -> "ResourceDefinition":
+    def definition_of(self, entity) -> ResourceDefinition:
         """The definition an instance is shown as: its own class's (a registered subclass of a
         polymorphic base is its own type), else this one."""
         if not self.subtypes:
@@ -333,7 +333,7 @@ class ResourceDefinition:
         """The types a resource of this type may be shown as (itself and registered subtypes)."""
         return (self.type, *(sub.type for sub in self.subtypes))
 
-    def resolve_subtypes(self, registry: "Registry") -> None:
+    def resolve_subtypes(self, registry: Registry) -> None:
         """A registered model with registered subclasses is a polymorphic base: its rows are shown
         as their own class's type. They are read as instances (a record has no class), and a joined
         subclass's columns must come in the same statement (``with_polymorphic`` on the base, or
