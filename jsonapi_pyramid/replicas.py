@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 
-__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "read_connection", "position_tween_factory"]
+__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
 
 log = logging.getLogger(__name__)
 
