@@ -261,7 +261,7 @@ def report(samples: dict, loads: list[Load]) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     lines = [
         "",
-        f"## Soak run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC (`make soak`, commit `{commit}`)",
+        f"## Soak run {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC (`make soak`, commit `{commit}`)",
         "",
         f"{SECONDS} s, {CLIENTS} client connections over two `pserve production.ini` processes on PostgreSQL "
         f"(demo data + {SCALE} articles); {platform.machine()}, {os.cpu_count()} cores. Mixed load: lists with "

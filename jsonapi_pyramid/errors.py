@@ -236,7 +236,8 @@ def database_unavailable_view(exc: DBAPIError, request):
     if statement_timed_out(exc):
         log.warning("statement cancelled by jsonapi.statement_timeout_ms (request id %s): %s",
                     getattr(request, "request_id", "-"), str(exc.orig).strip().splitlines()[0])
-        return error_response(request, 503, [error_object(503, "Service Unavailable", "The request took longer than the service allows; try again later.")], {"Retry-After": "5"})
+        detail = "The request took longer than the service allows; try again later."
+        return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         log.warning("database unavailable: %s", exc.orig)
         detail = "The database is not reachable; try again shortly."
@@ -247,7 +248,8 @@ def database_unavailable_view(exc: DBAPIError, request):
 def pool_timeout_view(exc: PoolTimeout, request):
     """Every connection of the pool stayed busy for ``jsonapi.pool_timeout_seconds``: 503."""
     log.warning("no database connection free within the pool timeout (request id %s)", getattr(request, "request_id", "-"))
-    return error_response(request, 503, [error_object(503, "Service Unavailable", "The service is busy; try again shortly.")], {"Retry-After": "5"})
+    detail = "The service is busy; try again shortly."
+    return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
 
 
 def internal_error_view(exc: Exception, request):

@@ -1,8 +1,8 @@
 """A to-many replace serialises on the owning row (``locking.py``): two ``pserve production.ini``
 processes on PostgreSQL (READ COMMITTED), several clients replacing one article's tags at once,
-many rounds, each from an empty set, on the linkage endpoint and in resource PATCHes. Without the lock each replace applied its difference to the
-set it had read (empty), and the result was the union of the sets sent; with it the final set is
-exactly one writer's set."""
+many rounds, each from an empty set, on the linkage endpoint and in resource PATCHes. Without the
+lock each replace applied its difference to the set it had read (empty), and the result was the
+union of the sets sent; with it the final set is exactly one writer's set."""
 from __future__ import annotations
 
 import threading
