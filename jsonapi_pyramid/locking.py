@@ -21,7 +21,9 @@ __all__ = ["lock_owner", "serialise_set_replaces"]
 def lock_owner(request, definition, entity, *, expire: tuple[str, ...] = ()) -> None:
     """Lock ``entity``'s row until the request's transaction ends, then forget the attributes
     ``expire`` (relationship keys) so that they are read after the lock, not from before it."""
-    id_column = getattr(definition.model, definition.id_attribute)
+    # The primary key's table column, not the mapped attribute: a polymorphic model would outer
+    # join its subclasses' tables, and FOR UPDATE cannot lock the nullable side of an outer join.
+    id_column = definition.id_column
     session = request.dbsession
     session.execute(select(id_column).where(id_column == getattr(entity, definition.id_attribute)).with_for_update())
     if expire:
