@@ -23,6 +23,7 @@ from .errors import (
     ValidationFailed,
     error_object,
 )
+from .cors import parse_origins
 from .loading import count_of
 from .negotiation import json_body
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
@@ -63,6 +64,10 @@ DEFAULTS = {
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
+    # Origins of browser pages allowed to call the API (CORS): space-separated, or "*"; empty: none.
+    "cors_origins": "",
+    # Seconds a browser may keep a preflight's answer (Chromium keeps at most 7200).
+    "cors_max_age": 600,
 }
 
 #: The order of the action that resolves every declaration: after all registrations (order 0).
@@ -86,6 +91,7 @@ def parse_settings(settings) -> dict:
             parsed[key] = str(raw)
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
+    parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed
@@ -103,7 +109,9 @@ def add_jsonapi_resource(config, model, **options):
     (attribute -> ``request -> bool``: who may filter and sort by it, dotted paths included),
     ``apply`` (``(entity, attributes, request)``: writes validated attributes onto the entity;
     default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
-    ``request -> id or None``: the target when a create payload leaves it out). README, "Writing".
+    ``request -> id or None``: the target when a create payload leaves it out),
+    ``require_if_match`` (writes to an existing resource and its relationships need ``If-Match``:
+    428 without it). README, "Writing" and "Conditional requests".
     """
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)
@@ -174,6 +182,12 @@ def includeme(config):
     config.include(".operations")  # add_jsonapi_operation and its view predicate
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
+    # CORS: preflights answered before anything else; headers on every answer, errors included.
+    config.add_tween("jsonapi_pyramid.cors.cors_tween_factory", under="jsonapi_pyramid.logging.access_log_tween_factory",
+                     over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
+    # ETag on every GET/HEAD 200 with a body, 304 for If-None-Match (under CORS: a 304 has its headers).
+    config.add_tween("jsonapi_pyramid.conditional.etag_tween_factory", under="jsonapi_pyramid.cors.cors_tween_factory",
+                     over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)

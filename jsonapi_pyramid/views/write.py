@@ -9,6 +9,7 @@ is aborted.
 """
 from __future__ import annotations
 
+from ..conditional import resource_etag
 from ..document import DocumentBuilder
 from ..loading import Loaded, load_includes
 from ..query import parse_query
@@ -38,18 +39,19 @@ def create(context, request):
     document = _resource_document(request, plan, definition, entity)
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
-    return json_response(document, status=201, headers={"Location": url})
+    return json_response(document, status=201, headers={"Location": url, "ETag": resource_etag(request, definition, entity)})
 
 
 def update(context, request):
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
-    the updated resource document."""
+    the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     definition = context.definition
     plan = parse_query(request, definition, collection=False)
     changes = validate_resource(request, definition, parse_document(request), entity=context.entity)
     apply_changes(request, definition, context.entity, changes)
     request.dbsession.flush()
-    return json_response(_resource_document(request, plan, definition, context.entity))
+    document = _resource_document(request, plan, definition, context.entity)
+    return json_response(document, headers={"ETag": resource_etag(request, definition, context.entity)})
 
 
 def remove(context, request):
