@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz
+.PHONY: serve test test-sqlite install initdb clean bench fuzz browser
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +25,16 @@ initdb: $(STAMP)
 	mkdir -p var
 	$(BIN)/jsonapi-pyramid-initdb $(INI) --demo
 
+# Debian's chromium + chromium-driver for the browser test (tests/browser), installed when missing;
+# where they cannot be (not root, no apt-get) the script says so and that test skips.
+browser:
+	./scripts/ensure-chromium
+
 # SQLite always; PostgreSQL too when TEST_DATABASE_URL is set or a server answers on 127.0.0.1:5432.
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-sqlite: $(STAMP)
+test-sqlite: $(STAMP) browser
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
 
 # The long schemathesis run against the live OpenAPI document (in-process WSGI, no network):

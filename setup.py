@@ -27,6 +27,8 @@ tests_require = [
     "hypothesis>=6",
     "openapi-spec-validator>=0.7",
     "schemathesis>=4,<5",
+    # The browser test drives Debian's chromium through its chromedriver (no browser download).
+    "selenium>=4.20",
 ]
 
 setup(
