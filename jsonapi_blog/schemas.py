@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import colander
 
-from jsonapi_pyramid.validation import Confirmed, DateString, Unique, Url, assign_attributes
+from jsonapi_pyramid.changes import assign_attributes
+from jsonapi_pyramid.validation import Confirmed, DateString, Unique, Url
 
 from .models import Role, Tag, User
 from .passwords import hash_password

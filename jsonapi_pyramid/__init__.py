@@ -25,10 +25,14 @@ from .errors import (
 )
 from .cors import parse_origins
 from .loading import count_of
-from .negotiation import json_body
+from .body import json_body, request_body
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer
+from .preconditions import if_match_check
+from .writes import add_write_check
+
+__version__ = "0.1.0"
 
 __all__ = [
     "BadRequest",
@@ -176,7 +180,11 @@ def includeme(config):
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
     config.set_root_factory(Root)
     config.add_request_method(_request_id, "request_id", reify=True)
-    config.add_request_method(json_body, "json_body", reify=True)  # orjson: deep nesting is a ValueError
+    # The body, parsed once by one parser (body.py): request.jsonapi_body, and request.json_body from it.
+    config.add_request_method(request_body, "jsonapi_body", reify=True)
+    config.add_request_method(json_body, "json_body", reify=True)
+    config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
+    config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate

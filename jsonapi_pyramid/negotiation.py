@@ -12,8 +12,6 @@
 """
 from __future__ import annotations
 
-import orjson
-
 from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMediaType
 from .renderer import MEDIA_TYPE
 
@@ -37,13 +35,6 @@ def _acceptable(parameters: dict) -> bool:
     if set(parameters) - _ALLOWED_PARAMETERS:
         return False
     return not parameters.get("ext")  # no extension is supported
-
-
-def json_body(request):
-    """``request.json_body``, parsed by orjson: strict UTF-8, and a body nested deeper than 1024
-    levels raises ``orjson.JSONDecodeError`` (a ValueError) like any other bad JSON, where the
-    standard library's parser would raise RecursionError."""
-    return orjson.loads(request.body)
 
 
 def bound_body(request, max_body_bytes: int) -> None:

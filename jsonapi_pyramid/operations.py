@@ -31,7 +31,8 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .contract import get_registry
 from .document import DocumentBuilder
-from .errors import BadRequest, MethodNotAllowed
+from .body import request_data
+from .errors import MethodNotAllowed
 from .loading import Loaded, load_includes
 from .query import parse_query
 from .renderer import json_response
@@ -147,23 +148,7 @@ def _method_not_allowed(on: str, name: str):
 
 
 # -- reading a request ---------------------------------------------------------------------------
-
-def request_data(request, *, many: bool | None = None):
-    """The top-level ``data`` of the request's JSON:API document (400 when the body is not JSON,
-    not an object, has no ``data``, or ``data`` is not an object / array as ``many`` asks)."""
-    try:
-        document = request.json_body
-    except ValueError:
-        raise BadRequest("The request body is not valid JSON.") from None
-    if not isinstance(document, dict) or "data" not in document:
-        raise BadRequest("The request body must be a JSON object with a `data` member.", pointer="")
-    data = document["data"]
-    if many is True and not isinstance(data, list):
-        raise BadRequest("`data` must be an array of resource identifiers.", pointer="/data")
-    if many is False and not isinstance(data, dict):
-        raise BadRequest("`data` must be an object.", pointer="/data")
-    return data
-
+# ``request_data(request, many=...)``: the top-level ``data`` (``body.request_data``, the one parser).
 
 def linkage_entities(request, definition, identifiers: Iterable, pointer: str = "/data") -> list:
     """Load the resources named by a list of ``{type, id}`` with the library's resource identifier

@@ -17,8 +17,10 @@ same tag the second one waits, then sees the first one's change and gets 412:
   transaction. Another writer's ``UPDATE`` waits for the lock (the busy timeout) until this
   transaction commits or rolls back.
 
-The check runs after authorization (a caller that may not write gets 401/403/404 whatever it
-sends) and before the body is read (RFC 9110 section 13.2.1: preconditions before the content).
+The check is the library's write check (``writes``: the first step of every write operation, for
+single requests and atomic operations alike): after authorization (a caller that may not write
+gets 401/403/404 whatever it sends) and before the payload is validated or anything changes.
+Atomic operations carry their tags in ``meta.ifMatch`` (CONTRACT.md section 8).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from sqlalchemy.exc import InvalidRequestError
 from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
 from .errors import JsonApiError
 
-__all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "conditional_write", "lock_row"]
+__all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
 
 
 class PreconditionFailed(JsonApiError):
@@ -89,12 +91,25 @@ def check_tag(request, definition, entity, header: str, *, pointer: str | None =
             "read it again and reapply the change.", **where)
 
 
-def conditional_write(view):
-    """A view decorator (``add_view(decorator=...)``, so it runs after the permission check): the
-    ``If-Match`` precondition of a write to ``context.entity`` before the view runs."""
+def if_match_check(request, write) -> None:
+    """The write check (``writes``: ``config.add_jsonapi_write_check``) of every write to an
+    existing resource: its update or removal, and every change to one of its relationships.
 
-    def checked_view(context, request):
-        check_if_match(request, context.definition, context.entity)
-        return view(context, request)
-
-    return checked_view
+    A single request compares the ``If-Match`` header; an atomic operation compares its
+    ``meta.ifMatch`` (its own tag: the request's header belongs to ``/api/operations``)."""
+    if write.kind == "create":
+        return
+    context = write.context
+    definition, entity = context.definition, context.entity
+    if write.context is request.context:  # a single request: its own URL is the target
+        check_if_match(request, definition, entity)
+        return
+    tags = (write.meta or {}).get("ifMatch")
+    if tags is None:
+        if definition.require_if_match:
+            raise PreconditionRequired(f"Changes to {definition.type} must be conditional: give meta.ifMatch.",
+                                       pointer="/meta/ifMatch")
+        return
+    if not isinstance(tags, str):
+        raise PreconditionFailed("meta.ifMatch must be a string of entity tags (an ETag).", pointer="/meta/ifMatch")
+    check_tag(request, definition, entity, tags, pointer="/meta/ifMatch")

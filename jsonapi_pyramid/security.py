@@ -30,6 +30,8 @@ from pyramid.authorization import ALL_PERMISSIONS, ACLHelper, Allow, Authenticat
 from pyramid.interfaces import ISecurityPolicy
 from pyramid.request import RequestLocalCache
 
+from .body import sent_data as _body_sent_data
+
 __all__ = [
     "ALL_PERMISSIONS",
     "Allow",
@@ -190,24 +192,19 @@ def credentials_tween_factory(handler, registry):
 
 
 def sent_data(request):
-    """The ``data`` member of a write's JSON body, or None (no body, not JSON, no ``data``).
-
-    For ACLs that depend on what a write asks for (who may name another author, who may send
-    ``roles``): they run before validation, so they never raise; validation reports a bad body."""
-    if request.method in ("GET", "HEAD") or not request.body:
-        return None
-    try:
-        document = request.json_body
-    except ValueError:
-        return None
-    return document.get("data") if isinstance(document, dict) else None
+    """The ``data`` member of the request's write body, or None (no body, not JSON, no ``data``):
+    ``body.sent_data``. Inside an ACL prefer ``context.payload`` (``sent_linkage`` does), which
+    is also right for each operation of an atomic request."""
+    return _body_sent_data(request)
 
 
 def sent_linkage(context, request, name: str) -> tuple[bool, object]:
     """``(sent, data)``: whether the write at ``context`` sends relationship ``name``, and its
     linkage ``data`` (an identifier, a list of them, or None). On a relationship endpoint the body
-    is that relationship's linkage; on a resource it is ``data.relationships.<name>.data``."""
-    data = sent_data(request)
+    is that relationship's linkage; on a resource it is ``data.relationships.<name>.data``.
+    The payload is the node's (``context.payload``: the request body's ``data``, or the atomic
+    operation's ``data``), so the rule holds alike for single requests and atomic operations."""
+    data = context.payload if hasattr(context, "payload") else sent_data(request)
     relationship = getattr(context, "relationship", None)
     if relationship is not None:
         return (relationship.name == name and request.method not in ("GET", "HEAD")), data

@@ -15,9 +15,12 @@ missing one.
 """
 from __future__ import annotations
 
+from ..body import sent_data
 from ..contract import get_registry
 from ..loading import load_item
 from ..security import DEFAULT_ROOT_ACL, context_acl
+
+_FROM_BODY = object()
 
 __all__ = ["ApiRoot", "Collection", "Item", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
 
@@ -64,6 +67,18 @@ class _Node:
     definition = None
     entity = None
     relationship = None
+    _payload = _FROM_BODY
+
+    @property
+    def payload(self):
+        """The ``data`` a write at this node sends, for rules that run before validation (ACLs):
+        the request body's (None when there is none or it is broken), unless an atomic operation
+        set its own."""
+        return sent_data(self.request) if self._payload is _FROM_BODY else self._payload
+
+    @payload.setter
+    def payload(self, value) -> None:
+        self._payload = value
 
     @property
     def __acl__(self):

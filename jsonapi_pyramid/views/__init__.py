@@ -1,15 +1,12 @@
 """The view table: (context type, request method) -> view, permission. Read it at a glance.
 
 For every context type, a method without a row answers 405 with ``Allow`` listing the rows'.
-Writes to an existing resource (PATCH/DELETE of an item, every linkage write) check ``If-Match``
-first (``preconditions.conditional_write``), after the permission.
 """
 from __future__ import annotations
 
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from ..errors import MethodNotAllowed
-from ..preconditions import conditional_write
 from ..security import Permission
 from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
 from . import read, write
@@ -47,15 +44,9 @@ def _method_not_allowed(context_type):
     return method_not_allowed
 
 
-def _conditional(context, method) -> bool:
-    """A write to a resource that exists (its own or its relationships'): If-Match applies."""
-    return method != "GET" and context is not Collection
-
-
 def includeme(config):
     for context, method, view, permission in VIEWS:
-        decorator = conditional_write if _conditional(context, method) else None
-        config.add_view(view, context=context, request_method=method, permission=str(permission), decorator=decorator)
+        config.add_view(view, context=context, request_method=method, permission=str(permission))
     for context in {row[0] for row in VIEWS}:
         # No request_method predicate: tried after the rows above, so it answers only the rest.
         config.add_view(_method_not_allowed(context), context=context, permission=NO_PERMISSION_REQUIRED)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from jsonapi_blog.models import Article, Base, Comment, Tag, User, UserProfile
 from jsonapi_blog.passwords import verify_password
 from jsonapi_pyramid import get_registry
-from jsonapi_pyramid.validation import assign_attributes
+from jsonapi_pyramid.changes import assign_attributes
 
 BASE = "http://example.test/api"
 MEDIA_TYPE = "application/vnd.api+json"

@@ -1,4 +1,4 @@
-"""Unit tests of jsonapi_pyramid.validation: the body, the schema runner, the reusable rules and
+"""Unit tests of jsonapi_pyramid.validation (and body.request_data, the one body parser): the schema runner, the reusable rules and
 the linkage shape checks (the database-backed rules run against an in-memory SQLite)."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import String, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from jsonapi_pyramid.body import request_data
 from jsonapi_pyramid.errors import BadRequest
 from jsonapi_pyramid.validation import (
     Confirmed,
@@ -19,21 +20,20 @@ from jsonapi_pyramid.validation import (
     RequiredWith,
     Unique,
     Url,
-    parse_document,
     read_linkage,
     run_schema,
 )
 
 
 def _request(body: bytes, session=None):
-    return SimpleNamespace(body=body, dbsession=session)
+    return SimpleNamespace(body=body, dbsession=session, method="POST")
 
 
 # -- the body ------------------------------------------------------------------------------------
 
-def test_parse_document_returns_data():
-    assert parse_document(_request(b'{"data": {"type": "tags"}}')) == {"type": "tags"}
-    assert parse_document(_request(b'{"data": null}')) is None
+def test_request_data_returns_data():
+    assert request_data(_request(b'{"data": {"type": "tags"}}')) == {"type": "tags"}
+    assert request_data(_request(b'{"data": null}')) is None
 
 
 @pytest.mark.parametrize("body,pointer", [
@@ -43,9 +43,9 @@ def test_parse_document_returns_data():
     (b'{"meta": {}}', "/data"),
     (b"\xff\xfe", None),
 ])
-def test_parse_document_rejects_with_400(body, pointer):
+def test_request_data_rejects_with_400(body, pointer):
     with pytest.raises(BadRequest) as raised:
-        parse_document(_request(body))
+        request_data(_request(body))
     assert raised.value.status == 400
     assert raised.value.errors[0].get("source", {}).get("pointer") == pointer
 

@@ -1,0 +1,185 @@
+"""Resource payloads (create and update): the JSON:API envelope, the attributes through the
+application's schema, the relationships through the linkage rules; what passes is a ``Changes``."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import colander
+from sqlalchemy import select
+
+from ..errors import BadRequest, Conflict, Forbidden
+from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
+from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, max_linkage_items, read_linkage
+from .rules import run_schema
+
+__all__ = ["Changes", "required_on_create", "validate_resource", "writable_attributes"]
+
+
+# -- what passes -----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Changes:
+    """A validated write: the id to create with (client-generated), the new attribute values by
+    JSON name, and per relationship the new target (entity or None) or targets (list)."""
+
+    id: Any = None
+    attributes: dict = dataclasses.field(default_factory=dict)
+    relationships: list = dataclasses.field(default_factory=list)  # [(Relationship, value)]
+
+
+# -- resource payloads -----------------------------------------------------------------------
+
+def validate_resource(request, definition, data, *, entity=None) -> Changes:
+    """Check a create (``entity`` None) or update payload's ``data`` against the envelope rules,
+    the application's schema and the linkage rules. Returns the ``Changes``; raises
+    ``ValidationFailed`` with every failure, 400 when ``data`` is not an object, 403 for an id
+    sent to a type without client-generated ids, 409 for a client id that exists."""
+    if not isinstance(data, dict):
+        raise BadRequest("data must be a resource object.", pointer="/data")
+    failures = Failures()
+    changes = Changes()
+    _unknown_members(data, RESOURCE_MEMBERS, "/data", failures, "A resource object")
+    _check_type(definition, data, "/data", failures)
+    if entity is None:
+        changes.id = _client_id(definition, data, failures)
+    else:
+        _check_update_id(definition, data, entity, failures)
+    changes.attributes = _validate_attributes(request, definition, data, entity, failures)
+    linkages = _read_relationships(request, definition, data, failures)
+    _add_defaults(request, definition, linkages, entity, failures)
+    for relationship, pointer, value in linkages:
+        resolved = _resolve(request, relationship.target_definition, value, failures)
+        if resolved is not _FAILED:
+            _check_linkage_rules(request, relationship, entity, resolved, pointer, failures, replace=True)
+            changes.relationships.append((relationship, resolved))
+    failures.raise_if_any()
+    if changes.id is not None:
+        _check_client_id_is_new(request, definition, changes.id)
+    return changes
+
+
+
+def _check_update_id(definition, data: dict, entity, failures: Failures) -> None:
+    url_id = definition.identity(entity)
+    if "id" not in data:
+        failures.add("/data/id", "data.id is required on update.")
+        return
+    sent = data["id"]
+    if not isinstance(sent, str) or _parse(definition, sent) != getattr(entity, definition.id_attribute):
+        failures.add("/data/id", f"data.id must equal the id in the URL ({url_id!r}).")
+
+
+
+def _client_id(definition, data: dict, failures: Failures):
+    if "id" not in data:
+        return None
+    if not definition.client_ids:
+        # JSON:API: a server that does not accept client-generated ids answers 403.
+        raise Forbidden(f"{definition.type} resources do not accept client-generated ids.", pointer="/data/id")
+    parsed = _parse(definition, data["id"])
+    if parsed is None:
+        failures.add("/data/id", f"data.id must be a {definition.id_format} string, not {data['id']!r}.")
+    return parsed
+
+
+def _check_client_id_is_new(request, definition, resource_id) -> None:
+    # Every row counts here, also those the caller may not see: the id is taken either way.
+    id_column = getattr(definition.model, definition.id_attribute)
+    if request.dbsession.scalar(select(id_column).where(id_column == resource_id)) is not None:
+        raise Conflict(f"A {definition.type} resource with id {str(resource_id)!r} exists already.",
+                       pointer="/data/id")
+
+
+# -- attributes ------------------------------------------------------------------------------
+
+def writable_attributes(definition) -> tuple[str, ...]:
+    """The attributes a client may send: ``writable=`` of the definition, else the names of both
+    schemas' nodes. Transformer attributes outside this list are read-only."""
+    if definition.writable is not None:
+        return definition.writable
+    names: list[str] = []
+    for schema in (definition.create_schema, definition.update_schema):
+        for node in _schema(schema).children if schema is not None else ():
+            if node.name not in names:
+                names.append(node.name)
+    return tuple(names)
+
+
+def _schema(schema) -> colander.SchemaNode:
+    return schema() if isinstance(schema, type) else schema
+
+
+def _validate_attributes(request, definition, data: dict, entity, failures: Failures) -> dict:
+    attributes = data.get("attributes", {})
+    if not isinstance(attributes, dict):
+        failures.add("/data/attributes", "attributes must be an object.")
+        return {}
+    writable = writable_attributes(definition)
+    sent = {}
+    for name, value in attributes.items():
+        pointer = f"/data/attributes/{_escape(name)}"
+        if name in writable:
+            sent[name] = value
+        elif name in definition.attributes:
+            failures.add(pointer, f"{name!r} is read-only.")
+        else:
+            failures.add(pointer, f"{definition.type} has no attribute {name!r}.")
+    schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
+    if schema is None:
+        return sent
+    bound = _schema(schema).bind(request=request, entity=entity, definition=definition)
+    values, schema_failures = run_schema(bound, sent, partial=entity is not None)
+    for pointer, message in schema_failures:
+        failures.add("/data/attributes" + pointer, message)
+    # Attributes the schema does not know but ``writable=`` allows pass as sent.
+    return {**{k: v for k, v in sent.items() if k not in bound}, **values}
+
+
+# -- relationships in resource payloads ------------------------------------------------------
+
+def _read_relationships(request, definition, data: dict, failures: Failures) -> list:
+    """[(relationship, pointer, linkage)] of the relationships sent, after shape checks."""
+    max_items = max_linkage_items(request)
+    relationships = data.get("relationships", {})
+    if not isinstance(relationships, dict):
+        failures.add("/data/relationships", "relationships must be an object.")
+        return []
+    out = []
+    for name, member in relationships.items():
+        pointer = f"/data/relationships/{_escape(name)}"
+        relationship = definition.relationships.get(name)
+        if relationship is None:
+            failures.add(pointer, f"{definition.type} has no relationship {name!r}.")
+            continue
+        if not isinstance(member, dict) or "data" not in member:
+            failures.add(pointer, f"The relationship {name!r} must be an object with a data member.")
+            continue
+        _unknown_members(member, RELATIONSHIP_MEMBERS, pointer, failures, "A relationship object")
+        linkage = read_linkage(relationship, member["data"], f"{pointer}/data", failures, max_items=max_items)
+        if linkage is not _FAILED:
+            out.append((relationship, f"{pointer}/data", linkage))
+    return out
+
+
+def required_on_create(relationship) -> bool:
+    """A to-one whose foreign key on the owner's table cannot be NULL must be given on create."""
+    return relationship.local_fk is not None and not relationship.nullable
+
+
+def _add_defaults(request, definition, linkages: list, entity, failures: Failures) -> None:
+    if entity is not None:
+        return
+    sent = {relationship.name for relationship, _pointer, _value in linkages}
+    defaults = getattr(definition, "relationship_defaults", None) or {}
+    for relationship in definition.relationships:
+        if relationship.name in sent:
+            continue
+        pointer = f"/data/relationships/{_escape(relationship.name)}"
+        default = defaults.get(relationship.name)
+        default_id = default(request) if default is not None else None
+        if default_id is not None:
+            linkages.append((relationship, pointer, Linkage([(pointer, default_id)], parsed=True)))
+        elif required_on_create(relationship):
+            failures.add(pointer, f"The relationship {relationship.name!r} is required.")
+

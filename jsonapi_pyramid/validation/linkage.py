@@ -1,0 +1,201 @@
+"""Linkage: the shape of relationship data, the lookup of its targets (one query per relationship,
+through the target's visibility) and the rules the mapping implies; the check of a relationship
+endpoint's body (``validate_linkage``) and of a batch of identifiers (``resolve_identifiers``)."""
+from __future__ import annotations
+
+import dataclasses
+
+from sqlalchemy import inspect, select
+from sqlalchemy.orm import RelationshipDirection
+
+from ..contract import get_registry
+from ..errors import BadRequest
+from .common import IDENTIFIER_MEMBERS, Failures, _check_type, _parse, _unknown_members
+
+__all__ = ["Linkage", "max_linkage_items", "read_linkage", "resolve_identifiers", "validate_linkage"]
+
+_FAILED = object()  # a linkage that failed its shape check (already reported)
+
+
+@dataclasses.dataclass
+class Linkage:
+    """Identifiers that passed the shape check: [(pointer, id)]; ``many`` for a to-many set,
+    ``parsed`` when the ids are database values already (defaults)."""
+
+    items: list
+    many: bool = False
+    parsed: bool = False
+    broken: bool = False  # some items failed their shape check (reported already)
+
+
+def read_linkage(relationship, value, pointer: str, failures: Failures, *, max_items: int):
+    """Shape-check the ``data`` of a relationship: one identifier or null for a to-one, an array
+    of identifiers for a to-many. Returns a ``Linkage`` (None items = clear) or ``_FAILED``."""
+    target = relationship.target_definition
+    if relationship.many:
+        if not isinstance(value, list):
+            failures.add(pointer, f"{relationship.name!r} is a to-many relationship: data must be an array "
+                                  "of resource identifier objects.")
+            return _FAILED
+        return _read_identifiers(target, value, pointer, failures, max_items=max_items)
+    if value is None:
+        return Linkage([])
+    if isinstance(value, list):
+        failures.add(pointer, f"{relationship.name!r} is a to-one relationship: data must be one resource "
+                              "identifier object or null, not an array.")
+        return _FAILED
+    item = _identifier(target, value, pointer, failures)
+    return _FAILED if item is _FAILED else Linkage([item])
+
+
+def _read_identifiers(target, value: list, pointer: str, failures: Failures, *, max_items: int):
+    """Shape-check an array of resource identifier objects of type ``target``."""
+    if len(value) > max_items:
+        # 422 rather than 413: the body may be small, it is this one member that is too long.
+        failures.add(pointer, f"At most {max_items} resource identifier objects (jsonapi.max_linkage_items) "
+                              f"may be sent at once, not {len(value)}.")
+        return _FAILED
+    items = [_identifier(target, item, f"{pointer}/{index}", failures) for index, item in enumerate(value)]
+    # Well-formed items are still looked up, so a missing one is reported with the malformed.
+    valid = [item for item in items if item is not _FAILED]
+    return Linkage(valid, many=True, broken=len(valid) < len(items))
+
+
+def resolve_identifiers(request, target, value: list, pointer: str = "/data") -> list:
+    """The resources of type ``target`` named by ``value``, an array of resource identifier
+    objects (the seed's resource identifier rule, for custom operations that take a batch).
+
+    Shape-checked, looked up in one query through the target's visibility (a row the caller may
+    not see fails like a missing one), duplicates dropped, order kept. Every bad item is one error
+    of a single ``ValidationFailed`` (422) pointing at it."""
+    failures = Failures()
+    linkage = _read_identifiers(target, value, pointer, failures, max_items=max_linkage_items(request))
+    entities = _resolve(request, target, linkage, failures)
+    failures.raise_if_any()
+    return entities
+
+
+def max_linkage_items(request) -> int:
+    return get_registry(request).settings["max_linkage_items"]
+
+
+def _identifier(target, item, pointer: str, failures: Failures):
+    if not isinstance(item, dict):
+        failures.add(pointer, "A resource identifier object ({type, id}) is required.")
+        return _FAILED
+    before = len(failures.items)
+    _unknown_members(item, IDENTIFIER_MEMBERS, pointer, failures, "A resource identifier object")
+    _check_type(target, item, pointer, failures)
+    if "id" not in item:
+        failures.add(f"{pointer}/id", "id is required.")
+    elif not isinstance(item["id"], str):
+        failures.add(f"{pointer}/id", "id must be a string.")
+    return _FAILED if len(failures.items) > before else (pointer, item["id"])
+
+
+def _resolve(request, target, linkage, failures: Failures):
+    """The entities a linkage names, in one query, limited to what the caller may see. A to-one
+    resolves to an entity or None, a to-many to a list without duplicates."""
+    if linkage is _FAILED:
+        return _FAILED
+    wanted = []
+    for pointer, raw in linkage.items:
+        parsed = raw if linkage.parsed else _parse(target, raw)
+        wanted.append((pointer, raw, parsed))
+    ids = {parsed for _pointer, _raw, parsed in wanted if parsed is not None}
+    found = _load_visible(request, target, ids) if ids else {}
+    entities, missing = [], False
+    for pointer, raw, parsed in wanted:
+        entity = found.get(parsed)
+        if entity is None:
+            failures.add(pointer, f"There is no {target.type} resource with id {str(raw)!r}.")
+            missing = True
+        elif entity not in entities:
+            entities.append(entity)  # duplicates are ignored
+    if missing or linkage.broken:
+        return _FAILED
+    if linkage.many:
+        return entities
+    return entities[0] if entities else None
+
+
+def _load_visible(request, target, ids: set) -> dict:
+    id_column = getattr(target.model, target.id_attribute)
+    statement = select(target.model).where(id_column.in_(ids))
+    criterion = target.visibility(request)
+    if criterion is not None:
+        statement = statement.where(criterion)
+    return {getattr(entity, target.id_attribute): entity for entity in request.dbsession.scalars(statement)}
+
+
+def _members_unlinkable(relationship) -> bool:
+    """May a member leave this one-to-many (or one-to-one held by the target)? Only when the
+    target's foreign key may be NULL; otherwise unlinking would orphan the row."""
+    return all(remote.nullable for _local, remote in relationship.prop.local_remote_pairs)
+
+
+def _check_linkage_rules(request, relationship, entity, resolved, pointer: str, failures: Failures, *,
+                         replace: bool = False, removing: list | None = None) -> None:
+    """The rules the mapping implies, for a new value ``resolved`` (replace) or the members
+    ``removing`` (a to-many remove)."""
+    direction = relationship.prop.direction
+    if direction is RelationshipDirection.MANYTOONE:
+        if resolved is None and not relationship.nullable:
+            failures.add(pointer, f"The relationship {relationship.name!r} cannot be empty.")
+        elif resolved is not None and relationship.local_fk.unique:
+            _check_unique_link(request, relationship, entity, resolved, pointer, failures)
+        return
+    if direction is not RelationshipDirection.ONETOMANY or entity is None or _members_unlinkable(relationship):
+        return  # many-to-many links can always go; a new resource has nothing to unlink
+    current = getattr(entity, relationship.prop.key)
+    if relationship.many:
+        linked = set(map(id, current))
+        keep = set(map(id, resolved)) if replace else set()
+        candidates = removing if removing is not None else current
+        leaving = [m for m in candidates if id(m) in linked and id(m) not in keep]
+    else:
+        leaving = [current] if current is not None and current is not resolved else []
+    if leaving:
+        target = relationship.target_definition
+        ids = ", ".join(target.identity(member) for member in leaving)
+        failures.add(pointer, f"{target.type} {ids} cannot be unlinked from {relationship.name!r}: it would be "
+                              "left without a required link. Link it elsewhere or delete it instead.")
+
+
+def _check_unique_link(request, relationship, entity, target_entity, pointer: str, failures: Failures) -> None:
+    owner = relationship.owner
+    remote_attribute = inspect(type(target_entity)).get_property_by_column(relationship.prop.local_remote_pairs[0][1]).key
+    owner_id = getattr(owner.model, owner.id_attribute)
+    statement = select(owner_id).where(relationship.local_fk == getattr(target_entity, remote_attribute))
+    if entity is not None:
+        statement = statement.where(owner_id != getattr(entity, owner.id_attribute))
+    if request.dbsession.scalar(statement.limit(1)) is not None:
+        target = relationship.target_definition
+        failures.add(pointer, f"{target.type} {target.identity(target_entity)} already has a {owner.type} "
+                              f"resource through {relationship.name!r}; only one is allowed.")
+
+
+# -- relationship endpoints ------------------------------------------------------------------
+
+def validate_linkage(request, context, data, *, mode: str):
+    """Check the ``data`` of a relationship endpoint write. ``mode`` is ``"replace"`` (PATCH),
+    ``"add"`` (POST) or ``"remove"`` (DELETE). Returns the resolved entity (or None) for a to-one,
+    the list of entities for a to-many. Top-level ``data`` of the wrong kind is a 400, as
+    CONTRACT.md section 6 fixes: not an array on a to-many endpoint, not an object or null on a
+    to-one endpoint. (Inside a resource payload the same mistake is a 422 on that relationship.)"""
+    relationship = context.relationship
+    shape_ok = isinstance(data, list) if relationship.many else (data is None or isinstance(data, dict))
+    if not shape_ok:
+        kind = "an array of resource identifier objects" if relationship.many else "a resource identifier object or null"
+        raise BadRequest(f"data must be {kind}.", pointer="/data")
+    failures = Failures()
+    linkage = read_linkage(relationship, data, "/data", failures, max_items=max_linkage_items(request))
+    resolved = _resolve(request, relationship.target_definition, linkage, failures)
+    # Adding never unlinks anything; replace and remove may.
+    if resolved is not _FAILED and mode == "remove":
+        _check_linkage_rules(request, relationship, context.entity, None, "/data", failures, removing=resolved)
+    elif resolved is not _FAILED and mode == "replace":
+        _check_linkage_rules(request, relationship, context.entity, resolved, "/data", failures, replace=True)
+    failures.raise_if_any()
+    return resolved
+

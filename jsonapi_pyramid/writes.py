@@ -1,0 +1,150 @@
+"""The write operations: one function per kind of change, called by the write views (one request,
+one operation) and by atomic operations (one request, many), so both run the same code.
+
+Every operation takes a ``Write`` (the target node, the ``data`` sent) and goes the same way:
+
+1. **checks**: the preconditions registered with ``config.add_jsonapi_write_check(check)`` run
+   first, in registration order, as ``check(request, write)``; ``write.kind`` says which
+   operation it is, ``write.context`` is the target node (``entity``, ``definition``,
+   ``relationship``), ``write.meta`` the atomic operation's ``meta`` (None for a single request).
+   A check raises a ``JsonApiError`` to refuse the write (before anything is validated or
+   changed) or locks what the write needs. *Preconditions such as If-Match or a row lock go here.*
+2. **validate** (``validation``): every 400/403/409/422 of the payload, nothing changed yet;
+3. **apply** (``changes``): the validated values reach the entity;
+4. **flush**: a constraint the validation could not see coming (a concurrent writer) raises
+   ``IntegrityError`` here, inside the request, where it becomes a 409 and the transaction is
+   aborted.
+
+Authorization is not here: it is Pyramid's, on the target node, before the operation runs (the
+view's permission for a single request, the same permission checked by the atomic endpoint for
+each operation). Nothing here commits: pyramid_tm commits the request's one transaction when the
+view returns and aborts it when anything raises, so a request changes everything or nothing.
+
+An operation returns what its answer needs: the entity for ``create`` and ``update``, None for
+the others (their answers read the linkage, or have no body).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .changes import add_members, apply_changes, remove_members
+from .validation import validate_linkage, validate_resource
+
+__all__ = [
+    "KINDS",
+    "Write",
+    "add_to_many",
+    "add_write_check",
+    "create",
+    "remove",
+    "remove_from_many",
+    "replace_to_many",
+    "replace_to_one",
+    "update",
+]
+
+#: The kinds of write, as ``Write.kind`` names them.
+KINDS = ("create", "update", "remove", "replace_to_one", "add_to_many", "replace_to_many", "remove_from_many")
+
+_CHECKS = "jsonapi.write_checks"  # key of the checks' list in the Pyramid registry (a dict)
+
+
+@dataclass
+class Write:
+    """One write: ``context`` is the target node (``Collection`` for a create, ``Item``,
+    ``ToOneLinkage`` or ``ToManyLinkage``), ``data`` the ``data`` member sent, ``meta`` the atomic
+    operation's ``meta`` (None for a single request). ``kind`` is set by the operation."""
+
+    context: Any
+    data: Any
+    meta: dict | None = None
+    kind: str = ""
+
+    @property
+    def request(self):
+        return self.context.request
+
+
+def add_write_check(config, check: Callable) -> None:
+    """``config.add_jsonapi_write_check(check)``: run ``check(request, write)`` before every write
+    operation (single requests and atomic operations alike)."""
+    config.registry.setdefault(_CHECKS, []).append(check)
+
+
+def _begin(write: Write, kind: str) -> None:
+    write.kind = kind
+    request = write.request
+    for check in request.registry.get(_CHECKS, ()):
+        check(request, write)
+
+
+def create(write: Write):
+    """A new resource of ``write.context.definition`` from a resource object; returns the entity
+    (flushed: it has its id)."""
+    _begin(write, "create")
+    request, definition = write.request, write.context.definition
+    changes = validate_resource(request, definition, write.data)
+    entity = definition.model()
+    if changes.id is not None:
+        setattr(entity, definition.id_attribute, changes.id)
+    apply_changes(request, definition, entity, changes)
+    request.dbsession.add(entity)
+    request.dbsession.flush()
+    return entity
+
+
+def update(write: Write):
+    """Only the attributes and relationships sent change; returns the entity."""
+    _begin(write, "update")
+    request, context = write.request, write.context
+    changes = validate_resource(request, context.definition, write.data, entity=context.entity)
+    apply_changes(request, context.definition, context.entity, changes)
+    request.dbsession.flush()
+    return context.entity
+
+
+def remove(write: Write) -> None:
+    """Delete the resource. Rows that depend on it go with it or are unlinked as the database's
+    foreign keys say (ON DELETE CASCADE / SET NULL)."""
+    _begin(write, "remove")
+    request = write.request
+    request.dbsession.delete(write.context.entity)
+    request.dbsession.flush()
+
+
+def replace_to_one(write: Write) -> None:
+    """Replace or clear (``data: null``) a to-one relationship."""
+    _begin(write, "replace_to_one")
+    context = write.context
+    target = validate_linkage(write.request, context, write.data, mode="replace")
+    setattr(context.entity, context.relationship.prop.key, target)
+    write.request.dbsession.flush()
+
+
+def add_to_many(write: Write) -> None:
+    """Link the members sent (already linked ones are kept as they are)."""
+    _begin(write, "add_to_many")
+    context = write.context
+    members = validate_linkage(write.request, context, write.data, mode="add")
+    add_members(context.entity, context.relationship, members)
+    write.request.dbsession.flush()
+
+
+def replace_to_many(write: Write) -> None:
+    """The members sent become the whole set."""
+    _begin(write, "replace_to_many")
+    context = write.context
+    members = validate_linkage(write.request, context, write.data, mode="replace")
+    setattr(context.entity, context.relationship.prop.key, members)
+    write.request.dbsession.flush()
+
+
+def remove_from_many(write: Write) -> None:
+    """Unlink the members sent (the resources stay)."""
+    _begin(write, "remove_from_many")
+    context = write.context
+    members = validate_linkage(write.request, context, write.data, mode="remove")
+    remove_members(context.entity, context.relationship, members)
+    write.request.dbsession.flush()
