@@ -140,37 +140,6 @@ def _request_id(request) -> str:
     return request_id
 
 
-#: After every ``add_request_method`` of the application and its add-ons.
-REQUEST_CLASS_ORDER = 100
-
-
-def request_class_once(registry) -> None:
-    """Put the request properties (``add_request_method(..., reify=True)``: ``dbsession``,
-    pyramid_tm's ``tm``, ...) on one request class, made once, instead of on a class Pyramid
-    makes for every request (``InstancePropertyHelper.apply_properties``, which costs a tenth of
-    a small read). The properties are the same objects either way; request methods stay as they
-    are. Done only when the request factory is a class (an application's own factory function is
-    left alone)."""
-    from pyramid.config.factories import _RequestExtensions
-    from pyramid.interfaces import IRequestExtensions, IRequestFactory
-    from pyramid.request import Request
-
-    extensions = registry.queryUtility(IRequestExtensions)
-    factory = registry.queryUtility(IRequestFactory, default=Request)
-    if extensions is None or not extensions.descriptors or not isinstance(factory, type):
-        return
-    attributes = {"__module__": factory.__module__, **extensions.descriptors}
-    request_class = type(factory.__name__, (factory,), attributes)
-    for name in ("__implemented__", "__provides__"):  # what apply_properties does: same interfaces
-        value = getattr(factory, name, None)
-        if value is not None:
-            setattr(request_class, name, value)
-    methods_only = _RequestExtensions()
-    methods_only.methods = extensions.methods
-    registry.registerUtility(methods_only, IRequestExtensions)
-    registry.registerUtility(request_class, IRequestFactory)
-
-
 def includeme(config):
     """Turn the library on: the root factory, the views, error rendering and negotiation."""
     from .traversal import Root
@@ -200,4 +169,3 @@ def includeme(config):
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)
-    config.action(("jsonapi", "request class"), lambda: request_class_once(config.registry), order=REQUEST_CLASS_ORDER)

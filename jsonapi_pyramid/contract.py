@@ -22,11 +22,12 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
-from sqlalchemy.orm import ColumnProperty
+from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import Integer, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .transformer import Transformer, meta_method_name, snake_case
+from .schema import Field, Readers, StatementCache, build_fields, visibility_of
+from .transformer import Transformer, meta_method_name
 
 __all__ = ["Registry", "ResourceDefinition", "get_registry"]
 
@@ -98,10 +99,20 @@ class ResourceDefinition:
         self.relationships: RelationshipsCollection = RelationshipsCollection()
         self.id_attribute: str = ""
         self.id_column = None
-        self.parse_id: Callable[[str], Any] = _parse_int
+        #: the id's value from a string, by the id's type, forgiving spelling (filter values);
+        #: ``parse_id`` is the strict rule for ids that name a resource
+        self.parse_id_value: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
         #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
+        #: JSON name -> ``schema.Field`` of every attribute
+        self.fields: dict[str, Field] = {}
+        #: readers of attribute values from records and instances (``schema.Readers``)
+        self.readers: Readers | None = None
+        #: ``aliased(model)``: the owner side of relationship joins (an alias, so a relationship
+        #: from a model to itself joins two distinct tables). Made once: building one costs
+        #: milliseconds, and a stable alias keeps SQLAlchemy's statement cache warm.
+        self.owner = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
@@ -129,7 +140,7 @@ class ResourceDefinition:
                 self.id_format = "uuid"
             else:
                 self.id_format = "string"
-        self.parse_id = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
+        self.parse_id_value = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
 
         factory = getattr(model, "transformer", None)
         if factory is None:
@@ -139,9 +150,13 @@ class ResourceDefinition:
             raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
         self.transformer_class = type(sample)
         self.transformer_factory = factory
-        self.transformer_class.prepare()
         self.attributes = tuple(self.transformer_class.attributes)
         self.available_metas = tuple(self.transformer_class.available_metas)
+        for name, attribute in dict(self.transformer_class.attribute_map).items():
+            if not isinstance(attribute, str) or not attribute:
+                raise ConfigurationError(
+                    f"{self.transformer_class.__name__}: attribute_map[{name!r}] must name an entity attribute"
+                )
         for name in self.attributes:
             attribute = sample.entity_attribute(name)
             if not hasattr(model, attribute):
@@ -149,6 +164,9 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
+        self.fields = build_fields(model, self.transformer_class)
+        self.readers = Readers(model, self.transformer_class, self.attributes)
+        self.owner = aliased(model)
         self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
@@ -222,25 +240,50 @@ class ResourceDefinition:
         return transformer
 
     def identity(self, entity) -> str:
-        """The resource ``id`` of ``entity``, as a string."""
-        return str(getattr(entity, self.id_attribute))
+        """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
+        return self.format_id(getattr(entity, self.id_attribute))
+
+    def format_id(self, value) -> str:
+        """The canonical spelling of the database id ``value``: the string the server gives out."""
+        return str(value)
+
+    def parse_id(self, raw: str):
+        """The database value of the resource id ``raw``; ``ValueError`` unless ``raw`` is spelled
+        exactly as the server gives ids out (CONTRACT section 6: ``"6"``, never ``"06"``, ``"+6"``,
+        ``" 6"``, ``"6.0"`` or full-width digits; a UUID in lower case with dashes, never upper
+        case, without dashes or in braces). The one rule for every id a client sends: URL ids in
+        traversal (a miss: 404), ``data.id`` and linkage identifiers. (Filter values are values of
+        the id's type, compared by value like every typed filter value: ``parse_id_value``.)"""
+        if not isinstance(raw, str):
+            raise TypeError(raw)
+        value = self.parse_id_value(raw)
+        if self.format_id(value) != raw:
+            raise ValueError(raw)
+        return value
 
     def entity_attribute(self, name: str) -> str:
-        return self.transformer_class.attribute_map.get(name) or snake_case(name)
+        """The entity attribute behind the JSON name ``name`` (``Transformer.entity_attribute``)."""
+        field = self.fields.get(name)
+        return field.key if field is not None else self.transformer_class.entity_attribute(name)
 
     def visibility(self, request):
-        """The SQL criterion limiting rows to those the caller may see, or None for all."""
-        return self.visible(request) if self.visible is not None else None
+        """The SQL criterion limiting rows to those the caller may see, or None for all (asked
+        once per request: ``schema.visibility_of``)."""
+        return visibility_of(request, self) if self.visible is not None else None
 
     def relationship(self, name: str) -> Relationship | None:
         return self.relationships.get(name)
 
 
 class Registry:
-    """The resource types of an application, by type name and by model class."""
+    """The per-application schema: the resource types by type name and by model class (each
+    holding the facts about its mapping, ``schema``), the settings, and every cache the library
+    keeps (``statements``). One per application, on Pyramid's registry (``get_registry``)."""
 
     def __init__(self, settings):
         self.settings = settings
+        #: statements reused across requests (``schema.StatementCache``)
+        self.statements = StatementCache()
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type, ResourceDefinition] = {}
         self.resolved = False

@@ -25,43 +25,23 @@ __all__ = ["DocumentBuilder"]
 JSONAPI = {"version": "1.1"}
 
 
-#: (type, relationship names) -> the frame builder of its resource objects (``_frame_builder``).
-_FRAMES: dict = {}
-
-
-def _frame_builder(type_name: str, relationships: tuple):
-    """``frame(resource_id, url, attributes, links) -> resource object`` for a type showing
-    ``relationships``: type, id, attributes, one ``links`` pair per relationship (with ``data``
-    from ``links``, the resource's ``Loaded.linkage`` entry, when it has one), ``links.self``.
-
-    Generated once per (type, relationships) as one dict display, the cheapest way CPython builds
-    nested dicts: a page of 50 resources spends a third of its Python time here otherwise. The
-    generated source reads like the objects it makes (``frame.source``)."""
-    key = (type_name, relationships)
-    frame = _FRAMES.get(key)
-    if frame is not None:
-        return frame
-    members = "".join(
-        f"\n            {name!r}: {{'links': {{'self': url + {'/relationships/' + name!r}, 'related': url + {'/' + name!r}}}}},"
-        for name in relationships
-    )
-    body = f"'relationships': {{{members}\n        }}, " if relationships else ""
-    source = (
-        "def frame(resource_id, url, attributes, links):\n"
-        f"    obj = {{'type': {type_name!r}, 'id': resource_id, 'attributes': attributes, {body}'links': {{'self': url}}}}\n"
-        + ("    if links:\n"
-           "        shown = obj['relationships']\n"
-           "        for name, data in links.items():\n"
-           "            member = shown.get(name)\n"
-           "            if member is not None:\n"
-           "                member['data'] = data\n" if relationships else "")
-        + "    return obj\n"
-    )
-    namespace: dict = {}
-    exec(compile(source, f"<jsonapi frame {type_name}>", "exec"), namespace)  # noqa: S102 - names are checked member names, quoted by repr
-    frame = namespace["frame"]
-    frame.source = source
-    return _FRAMES.setdefault(key, frame)
+def resource_object(type_name: str, resource_id: str, url: str, attributes: dict, relationships: tuple,
+                    linkage: dict | None) -> dict:
+    """A resource object: type, id, attributes, one ``links`` pair per shown relationship (with
+    ``data`` from ``linkage``, the resource's ``Loaded.linkage`` entry, when it has one), and
+    ``links.self``."""
+    obj = {"type": type_name, "id": resource_id, "attributes": attributes}
+    if relationships:
+        shown = {name: {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
+                 for name in relationships}
+        if linkage:
+            for name, data in linkage.items():
+                member = shown.get(name)
+                if member is not None:
+                    member["data"] = data
+        obj["relationships"] = shown
+    obj["links"] = {"self": url}
+    return obj
 
 
 def api_base(request) -> str:
@@ -84,8 +64,8 @@ class DocumentBuilder:
     # -- resource objects --------------------------------------------------------------------
     def _shape(self, definition: ResourceDefinition):
         """What resources of ``definition``'s type show in this document, worked out once:
-        (transformer, attributes, the frame builder of its resource objects, the id getter, the
-        type's URL prefix, and the reader of a record's attribute values when the transformer's
+        (transformer, attributes, the relationships shown, the id getter, the type's URL
+        prefix, and the reader of a record's attribute values when the transformer's
         own ``transform`` is not overridden, else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
@@ -95,9 +75,8 @@ class DocumentBuilder:
             relationships = names if wanted is None else tuple(r for r in names if r in wanted)
             transformer = definition.new_transformer(self.request)
             plain = type(transformer).transform is Transformer.transform and definition.record_columns is not None
-            shape = (transformer, attributes, _frame_builder(definition.type, relationships),
-                     id_getter(definition), f"{self.base}{definition.type}/",
-                     transformer.record_reader(attributes) if plain else None)
+            shape = (transformer, attributes, relationships, id_getter(definition), f"{self.base}{definition.type}/",
+                     definition.readers.record(type(transformer), attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
 
@@ -110,8 +89,9 @@ class DocumentBuilder:
 
     def resources(self, definition: ResourceDefinition, entities, linkage: dict | None = None) -> list[dict]:
         """The resource objects of instances or records of one type, in order."""
-        transformer, attributes, frame, get_id, prefix, read_record = (
+        transformer, attributes, relationships, get_id, prefix, read_record = (
             self._shapes.get(definition.type) or self._shape(definition))
+        type_name = definition.type
         metas = self._metas.get(definition.type) if self._metas else None
         out = []
         for entity in entities:
@@ -120,8 +100,8 @@ class DocumentBuilder:
                 shown = dict(zip(attributes, read_record(entity)))
             else:
                 shown = transformer.transform(entity, attributes)
-            obj = frame(resource_id, prefix + resource_id, shown,
-                        linkage.get((definition.type, resource_id)) if linkage else None)
+            obj = resource_object(type_name, resource_id, prefix + resource_id, shown, relationships,
+                                  linkage.get((type_name, resource_id)) if linkage else None)
             if metas:
                 meta = {field: values[entity] for field, values in metas.items() if entity in values}
                 if meta:

@@ -21,61 +21,13 @@ from sqlalchemy import Integer, String, and_, bindparam, func, inspect, not_, or
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
 
-from .contract import ResourceDefinition
+from .contract import ResourceDefinition, get_registry
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .filtering import bound_filter_value, filter_criterion
 from .query import QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
 
-#: One ``aliased(model)`` per model for the whole process. Building an alias costs milliseconds
-#: (more than the rest of a statement), and a stable alias keeps SQLAlchemy's statement cache warm.
-_OWNER_ALIASES: dict = {}
-#: Include statements by (owner model, relationship key): built once, the parent ids bound per read.
-_INCLUDE_STATEMENTS: dict = {}
-
-
-def _owner(model):
-    """The process-wide alias of ``model`` used as the owner side of relationship joins (an
-    alias, so a relationship from a model to itself joins two distinct tables)."""
-    alias = _OWNER_ALIASES.get(model)
-    if alias is None:
-        alias = _OWNER_ALIASES.setdefault(model, aliased(model))
-    return alias
-
-
-class StatementCache:
-    """Statements kept from one request to the next.
-
-    SQLAlchemy computes the cache key of a new statement object on each execution (walking the
-    whole statement: more than the rest of the execution of a small read); a statement object that
-    is executed again reuses its key. So the statements of reads whose shape depends only on the
-    resource, the query's structure and the visibility criterion are built once, with their
-    values (ids, page bounds) as bound parameters. A visibility criterion is part of the key by
-    identity: a resource whose ``visible`` returns the same object for a kind of caller (a module
-    constant) gets its statements reused; one that builds a new criterion per request just never
-    hits. The cache is emptied when it reaches ``size`` entries."""
-
-    def __init__(self, size: int = 512):
-        self.size = size
-        self._entries: dict = {}
-
-    def get(self, key: tuple, criteria: tuple, build):
-        """The statement for ``key`` and the criterion objects ``criteria``, built by ``build()``
-        the first time."""
-        key = (key, tuple(id(criterion) for criterion in criteria))
-        entry = self._entries.get(key)
-        if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
-            return entry[1]
-        statement = build()
-        if len(self._entries) >= self.size:
-            self._entries.clear()
-        self._entries[key] = (criteria, statement)  # holds the criteria: their ids stay theirs
-        return statement
-
-
-STATEMENTS = StatementCache()
-_UNSET = object()
 
 
 @dataclass
@@ -98,30 +50,26 @@ class Loaded:
 
 # -- collections ---------------------------------------------------------------------------------
 
-def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None,
-                         criterion=_UNSET):
+def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None):
     """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
     paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
-    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads).
-    ``criterion``: the type's visibility criterion when the caller already has it."""
-    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns, criterion=criterion)
+    of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
+    statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
     return statement.order_by(*(key.clause() for key in keys))
 
 
-def _collection_parts(request, definition, plan, *, parent=None, columns=None,
-                      criterion=_UNSET) -> tuple[Any, list[OrderKey]]:
+def _collection_parts(request, definition, plan, *, parent=None, columns=None) -> tuple[Any, list[OrderKey]]:
     """The unordered statement of ``collection_statement`` and its order keys (id last). A
-    ``parent`` id may be a ``bindparam``; ``criterion``: the visibility, when already known."""
+    ``parent`` id may be a ``bindparam``."""
     model = definition.model
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
         parent_definition, relationship, parent_id = parent
-        owner = _owner(parent_definition.model)
+        owner = parent_definition.owner
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
             getattr(owner, parent_definition.id_attribute) == parent_id
         )
-    if criterion is _UNSET:
-        criterion = definition.visibility(request)
+    criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
     for index, term in enumerate(plan.filters):
@@ -189,7 +137,7 @@ def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, paren
 def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, dict]:
     """The statement of one page and its parameters: page bounds (``jsonapi_limit``,
     ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
-    (``jsonapi_filter_<n>``) are bound, so the statement is kept in ``STATEMENTS`` under the shape
+    (``jsonapi_filter_<n>``) are bound, so the statement is kept in the application's ``statements`` under the shape
     of the query and the visibility criteria it holds, and runs again with other values."""
     parameters = {}
     bound_parent = None
@@ -201,48 +149,39 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
         for index, term in enumerate(plan.filters):
             if term.operator != "isnull":
                 parameters[f"jsonapi_filter_{index}"] = bound_filter_value(term.operator, term.value, dialect)
-    criteria = _criteria_of(request, definition, plan)
 
     def build():
-        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns,
-                                         criterion=criteria[0])
+        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
         # typed, as SQLAlchemy types literal bounds (PostgreSQL: LIMIT $1::INTEGER; an untyped
         # parameter there made the first executions of a page measurably slower)
         return (statement.offset(bindparam("jsonapi_offset", type_=Integer))
                 .limit(bindparam("jsonapi_limit", type_=Integer)))
 
-    key = ("page", definition, columns is definition.record_columns,
-           None if parent is None else (parent[0], parent[1].name),
-           tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
-           tuple((key.path, key.descending) for key in plan.sort))
-    return STATEMENTS.get(key, criteria, build), parameters
+    return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
+                                                build), parameters
 
 
-def _criteria_of(request, definition, plan) -> tuple:
-    """Every visibility criterion a collection statement of ``plan`` holds, in a fixed order:
-    the type's own, then those of the resources on each filter and sort path."""
-    criteria = [definition.visibility(request)]
-    for path in [term.path for term in plan.filters] + [key.path for key in plan.sort]:
-        current = definition
-        for name in path:
-            relationship = current.relationships.get(name)
-            if relationship is None:
-                break
-            current = relationship.target_definition
-            criteria.append(current.visibility(request))
-    return tuple(criteria)
+def _page_key(request, definition, plan, parent, columns) -> tuple:
+    """What a page statement is built from besides visibility (which the cache notes as the
+    statement is built): the resource, record columns or entities, the parent relationship, the
+    filters' paths and operators (and ``isnull``'s value, the one value not bound), the sort, and
+    the dialect when filters compile per dialect."""
+    return ("page", definition, columns is definition.record_columns,
+            None if parent is None else (parent[0], parent[1].name),
+            tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
+            tuple((key.path, key.descending) for key in plan.sort),
+            request.dbsession.get_bind().dialect.name if plan.filters else None)
 
 
 def load_item(request, definition, resource_id):
     """The instance of ``definition`` with id ``resource_id`` if the caller may see it, else None."""
-    criterion = definition.visibility(request)
-
     def build():
         model = definition.model
         statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = STATEMENTS.get(("item", definition), (criterion,), build)
+    statement = get_registry(request).statements.get(request, ("item", definition), build)
     return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
@@ -288,7 +227,7 @@ def count(request, statement) -> int:
 def load_related_one(request, parent_definition, relationship, parent_entity):
     """The target of a to-one relationship, or None (also when the caller may not see it)."""
     target = relationship.target_definition
-    owner = _owner(parent_definition.model)
+    owner = parent_definition.owner
     statement = (
         select(target.model)
         .select_from(owner)
@@ -327,13 +266,13 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     get_id = id_getter(definition)
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    statements = get_registry(request).statements
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
         target_type = target.type
-        criterion = target.visibility(request)
-        statement = STATEMENTS.get(("include", definition, name), (criterion,),
-                                   lambda: _include_statement(definition, relationship, criterion))
+        statement = statements.get(request, ("include", definition, name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
         if target.record_columns is not None:  # records: (*record columns, parent id)
             pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
         else:  # (parent id, instance)
@@ -366,9 +305,9 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         _load_level(request, loaded, target, children, subtree, seen)
 
 
-def _include_statement(definition, relationship, criterion=None):
+def _include_statement(request, statements, definition, relationship):
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
-    relationship, built once per process (visibility is added per read). A target read as records
+    relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
     selects the record's columns and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
@@ -379,29 +318,33 @@ def _include_statement(definition, relationship, criterion=None):
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    key = (definition.model, relationship.prop.key)
-    statement = _INCLUDE_STATEMENTS.get(key)
-    if statement is None:
-        target = relationship.target_definition
-        target_id = getattr(target.model, target.id_attribute)
-        parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
-        if parent_id is None:
-            owner = _owner(definition.model)
-            parent_id = getattr(owner, definition.id_attribute)
-            start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
-        else:
-            start = select().select_from(target.model)
-            if association is not None:
-                start = start.join(*association)
-        columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
-                   if target.record_columns is not None else (parent_id, target.model))
-        statement = (
-            start.add_columns(*columns)
-            .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
-            .order_by(parent_id, target_id)
-        )
-        statement = _INCLUDE_STATEMENTS.setdefault(key, statement)
+    statement = statements.get(request, ("include base", definition, relationship.name),
+                               lambda: _include_base(definition, relationship))
+    criterion = relationship.target_definition.visibility(request)
     return statement if criterion is None else statement.where(criterion)
+
+
+def _include_base(definition, relationship):
+    """The statement of ``_include_statement`` without visibility."""
+    target = relationship.target_definition
+    target_id = getattr(target.model, target.id_attribute)
+    parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
+    if parent_id is None:
+        owner = definition.owner
+        parent_id = getattr(owner, definition.id_attribute)
+        start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
+    else:
+        start = select().select_from(target.model)
+        if association is not None:
+            start = start.join(*association)
+    columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
+               if target.record_columns is not None else (parent_id, target.model))
+    statement = (
+        start.add_columns(*columns)
+        .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+        .order_by(parent_id, target_id)
+    )
+    return statement
 
 
 def _kept_parent_id(definition, relationship):
@@ -438,7 +381,7 @@ def count_of(relationship_name: str):
         definition = self.definition
         relationship = definition.relationships[relationship_name]
         target = relationship.target_definition
-        owner = _owner(definition.model)
+        owner = definition.owner
         owner_id = getattr(owner, definition.id_attribute)
         ids = list({getattr(entity, definition.id_attribute) for entity in entities})
         if not ids:

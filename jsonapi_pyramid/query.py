@@ -280,10 +280,10 @@ def _terminal(definition, path):
         if relationship is not None:
             current = relationship.target_definition
             if index == len(path) - 1:
-                return current.id_column.type, current.parse_id
+                return current.id_column.type, current.parse_id_value
             continue
         if part == "id":
-            return current.id_column.type, current.parse_id
+            return current.id_column.type, current.parse_id_value
         attribute = current.entity_attribute(part)
         column = inspect(current.model).attrs[attribute].columns[0]
         return column.type, None

@@ -1,4 +1,4 @@
-"""Statements are reused from one request to the next (``loading.STATEMENTS``) when nothing but
+"""Statements are reused from one request to the next (the application's ``statements``, ``schema.StatementCache``) when nothing but
 bound values comes from the request, and never across callers who see different rows."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 
 from sqlalchemy import event
 
-from jsonapi_pyramid.loading import StatementCache
+from jsonapi_pyramid.schema import StatementCache, visibility_of
 
 
 @contextlib.contextmanager
@@ -52,20 +52,50 @@ def test_callers_who_see_different_rows_never_share_a_statement(api, blog, auth_
         assert api.get(f"/api/articles/{draft}", headers=alice).json["data"]["id"] == draft
 
 
-def test_the_cache_keys_on_the_criterion_object_and_empties_when_full():
+class _Definition:
+    """What the cache asks of a resource definition: ``visible(request)``."""
+
+    def __init__(self, criterion):
+        self.criterion = criterion
+
+    def visible(self, request):
+        return self.criterion
+
+
+class _Request:
+    pass
+
+
+def test_the_key_holds_every_criterion_the_build_read_and_the_cache_empties_when_full():
     cache = StatementCache(size=2)
     built = []
+    own, target = _Definition(object()), _Definition(object())
 
     def build(name):
-        return lambda: built.append(name) or name
+        def make():
+            visibility_of(request, own)
+            visibility_of(request, target)  # e.g. the target of a sort path: read second
+            built.append(name)
+            return name
 
-    criterion, other = object(), object()
-    assert cache.get(("page",), (criterion,), build("a")) == "a"
-    assert cache.get(("page",), (criterion,), build("never")) == "a"
-    assert cache.get(("page",), (other,), build("b")) == "b"  # another criterion: another statement
-    assert cache.get(("page",), (None,), build("c")) == "c"  # full: emptied, then kept
-    assert cache.get(("page",), (criterion,), build("a2")) == "a2"
-    assert built == ["a", "b", "c", "a2"]
+        return make
+
+    def get(name):
+        return cache.get(request, ("page",), build(name))
+
+    request = _Request()
+    assert get("a") == "a"
+    request = _Request()
+    assert get("never") == "a"  # the same criterion objects: the same statement
+    target.criterion = object()  # another caller sees other targets ...
+    request = _Request()
+    assert get("b") == "b"  # ... so the statement is not shared, though only the build read it
+    own.criterion = None
+    request = _Request()
+    assert get("c") == "c"  # full: emptied, then kept
+    request = _Request()
+    assert get("never") == "c"
+    assert built == ["a", "b", "c"]
 
 
 def test_filtered_pages_reuse_their_statement_with_other_values(api, blog, engine):

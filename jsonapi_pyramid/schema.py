@@ -1,0 +1,235 @@
+"""Facts about the mapping, computed once per application, and the caches the library keeps.
+
+SQLAlchemy inspects a mapper once and answers from its ``Mapper`` and ``RelationshipProperty``
+objects; this module does the same for what the library needs to know about a resource type.
+When the configuration commits, the registry (``contract.Registry``, one per application, kept
+on Pyramid's registry) builds for every definition:
+
+* one ``Field`` per attribute: its JSON name, the entity attribute behind it (``field.key``,
+  from the one mapping ``Transformer.entity_attribute``), the mapped column and its ``kind``
+  (``column_kind``: what query values parse to, what the OpenAPI document says, whether a cursor
+  can carry it), the SQL expression, nullability;
+* ``Readers``: the readers of attribute values from records and instances;
+
+and every cache lives on that registry (``StatementCache``), never at module level, so two
+applications in one process share nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import inspect
+from sqlalchemy.orm import ColumnProperty
+from sqlalchemy.sql import sqltypes
+
+__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "build_fields", "column_kind", "visibility_of"]
+
+#: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
+#: not an Integer).
+_KINDS = (
+    (sqltypes.Enum, "enum"),
+    (sqltypes.Boolean, "boolean"),
+    (sqltypes.Integer, "integer"),
+    (sqltypes.Numeric, "number"),
+    (sqltypes.DateTime, "datetime"),
+    (sqltypes.Date, "date"),
+    (sqltypes.Time, "time"),
+    (sqltypes.Uuid, "uuid"),
+    (sqltypes.String, "string"),
+)
+#: Kinds whose values a pagination cursor carries exactly.
+CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string"))
+
+
+def column_kind(column_type) -> str:
+    """The one dispatch on column types: ``integer``, ``number``, ``boolean``, ``datetime``,
+    ``date``, ``time``, ``uuid``, ``enum``, ``string`` or ``other``."""
+    for sql_type, kind in _KINDS:
+        if isinstance(column_type, sql_type):
+            return kind
+    return "other"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One attribute of a resource type, as the mapping defines it."""
+
+    #: the JSON name
+    name: str
+    #: the entity attribute (``Transformer.entity_attribute``)
+    key: str
+    #: the SQL expression (``Model.<key>``)
+    expression: Any
+    #: the mapped column, or None when the attribute is not a plain column attribute
+    column: Any
+    #: ``column_kind`` of the column's type (``other`` without a column)
+    kind: str
+    nullable: bool
+
+    @property
+    def column_type(self):
+        return None if self.column is None else self.column.type
+
+
+def build_fields(model, transformer_class) -> dict[str, Field]:
+    """The ``Field`` of every attribute ``transformer_class`` shows, by JSON name."""
+    mapper = inspect(model)
+    fields = {}
+    for name in transformer_class.attributes:
+        key = transformer_class.entity_attribute(name)
+        prop = mapper.attrs.get(key)
+        column = prop.columns[0] if isinstance(prop, ColumnProperty) and len(prop.columns) == 1 else None
+        fields[name] = Field(
+            name=name, key=key, expression=getattr(model, key, None), column=column,
+            kind="other" if column is None else column_kind(column.type),
+            nullable=column is None or bool(column.nullable),
+        )
+    return fields
+
+
+class Readers:
+    """Readers of attribute values for one resource type, made once per (transformer class,
+    entity class, names) and kept on its definition.
+
+    A record (``transformer``) holds the id, then the column of every attribute of the type's
+    own transformer, labelled with the entity attribute. An instance is read from its
+    ``__dict__`` in one C call when every name is a loaded column attribute. Keyed by the
+    transformer class as well: its ``attribute_map`` decides which column a name reads."""
+
+    def __init__(self, model, transformer_class, record_layout: tuple[str, ...]):
+        self.model = model
+        self.transformer_class = transformer_class
+        #: JSON name -> position in a record of this type
+        self.positions = {name: 1 + index for index, name in enumerate(record_layout)}
+        self._records: dict = {}
+        self._instances: dict = {}
+
+    def record(self, transformer_class, names: tuple) -> Callable[[Any], tuple]:
+        """The reader of the values of ``names`` from a record, in that order (one C call)."""
+        key = (transformer_class, names)
+        reader = self._records.get(key)
+        if reader is None:
+            reader = self._records.setdefault(key, self._record_reader(transformer_class, names))
+        return reader
+
+    def _record_reader(self, transformer_class, names: tuple):
+        positions = self.positions
+        if transformer_class is not self.transformer_class or any(name not in positions for name in names):
+            keys = tuple(transformer_class.entity_attribute(name) for name in names)
+            return lambda record: tuple(getattr(record, key) for key in keys)
+        if not names:
+            return lambda record: ()
+        if len(names) == 1:
+            only = positions[names[0]]
+            return lambda record: (record[only],)
+        return itemgetter(*(positions[name] for name in names))
+
+    def instance(self, transformer_class, entity, names: tuple) -> tuple:
+        """The values of ``names`` from a mapped instance (or any object), in that order."""
+        entity_class = type(entity)
+        key = (transformer_class, entity_class, names)
+        reader = self._instances.get(key)
+        if reader is None:
+            reader = self._instances.setdefault(key, self._instance_reader(transformer_class, entity_class, names))
+        fast, slow = reader
+        if fast is not None:
+            # KeyError: an attribute not loaded (expired or deferred): read it the ORM's way.
+            with contextlib.suppress(KeyError):
+                return fast(entity.__dict__)
+        return slow(entity)
+
+    @staticmethod
+    def _instance_reader(transformer_class, entity_class, names: tuple):
+        keys = tuple(transformer_class.entity_attribute(name) for name in names)
+
+        def slow(entity):
+            return tuple(getattr(entity, key) for key in keys)
+
+        mapper = inspect(entity_class, raiseerr=False)
+        if mapper is None or not keys or not hasattr(mapper, "attrs"):
+            return None, slow
+        for key in keys:
+            if not isinstance(mapper.attrs.get(key), ColumnProperty) or getattr(entity_class, key, None) is None:
+                return None, slow
+        if len(keys) == 1:
+            only = keys[0]
+            return (lambda state: (state[only],)), slow
+        return itemgetter(*keys), slow
+
+
+#: ``request.__dict__`` keys: the visibility criterion of each definition for this request, and
+#: the definitions whose criterion the statement being built has read (``StatementCache``).
+_VISIBILITY = "jsonapi_visibility"
+_READS = "jsonapi_statement_reads"
+
+
+def visibility_of(request, definition):
+    """``definition.visible(request)``, asked once per request (every statement of a request holds
+    the same criterion object) and noted as read when a statement is being built."""
+    state = request.__dict__
+    reads = state.get(_READS)
+    if reads is not None:
+        reads.append(definition)
+    memo = state.get(_VISIBILITY)
+    if memo is None:
+        memo = state[_VISIBILITY] = {}
+    criterion = memo.get(definition, memo)
+    if criterion is memo:
+        criterion = memo[definition] = definition.visible(request)
+    return criterion
+
+
+class StatementCache:
+    """Statements kept from one request to the next (one cache per application).
+
+    SQLAlchemy computes the cache key of a new statement object on each execution (walking the
+    whole statement: more than the rest of the execution of a small read); a statement object that
+    is executed again reuses its key. So the statements of reads whose shape depends only on the
+    resource, the query's structure and the visibility criteria are built once, with their values
+    (ids, page bounds, filter values) as bound parameters.
+
+    ``get(request, key, build)``: ``key`` is the structure of the read (resource, query shape);
+    the visibility criteria in the key are *those ``build()`` read*: while it runs, every
+    ``visibility_of`` is noted, and the cache keeps, per structural key, the definitions read.
+    The next lookup asks the request for exactly those criteria, so the key cannot miss one the
+    statement holds. Criteria are compared by identity (SQL expressions do not compare by value):
+    a resource whose ``visible`` returns the same object for a kind of caller (a module constant)
+    gets its statements reused; one that builds a new criterion per request just never hits. The
+    cache holds the criteria, so their ids stay theirs; it is emptied at ``size`` entries."""
+
+    def __init__(self, size: int = 512):
+        self.size = size
+        self._entries: dict = {}
+        #: structural key -> the definitions whose visibility its statement holds, in order
+        self._reads: dict = {}
+
+    def get(self, request, key: tuple, build: Callable[[], Any]):
+        """The statement for ``key`` and the caller's visibility criteria, built by ``build()``
+        the first time."""
+        outer = request.__dict__.get(_READS)
+        reads = self._reads.get(key)
+        if reads is not None:
+            criteria = tuple(visibility_of(request, definition) for definition in reads)
+            entry = self._entries.get((key, reads, tuple(map(id, criteria))))
+            if entry is not None and all(a is b for a, b in zip(entry[0], criteria)):
+                return entry[1]
+        request.__dict__[_READS] = []
+        try:
+            statement = build()
+            reads = tuple(dict.fromkeys(request.__dict__[_READS]))
+        finally:
+            request.__dict__[_READS] = outer
+        # (noted in ``outer`` too: a statement built inside another one is part of it)
+        criteria = tuple(visibility_of(request, definition) for definition in reads)
+        if len(self._entries) >= self.size:
+            self._entries.clear()
+        self._reads[key] = reads
+        self._entries[(key, reads, tuple(map(id, criteria)))] = (criteria, statement)
+        return statement
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,83 @@
+"""The per-application schema: mapper facts and caches live on each application's registry, so two
+applications in one process share nothing, and readers are keyed by what decides them."""
+from __future__ import annotations
+
+import webtest
+from pyramid.config import Configurator
+from sqlalchemy import String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from jsonapi_pyramid import Transformer
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Note(Base):
+    __tablename__ = "notes"
+    __jsonapi_type__ = "notes"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(20))
+    body: Mapped[str] = mapped_column(String(20))
+
+
+class LabelIsTitle(Transformer):
+    attributes = ("label",)
+    attribute_map = {"label": "title"}
+
+
+class LabelIsBody(Transformer):
+    attributes = ("label",)
+    attribute_map = {"label": "body"}
+
+
+def _app(tmp_path, name: str, transformer: type[Transformer]):
+    """An application over ``Note`` whose transformer is ``transformer``."""
+    Note.transformer = classmethod(lambda cls: transformer())
+    try:
+        config = Configurator(settings={"sqlalchemy.url": f"sqlite:///{tmp_path / name}.sqlite"})
+        config.include("jsonapi_pyramid.db")
+        config.include("jsonapi_pyramid")
+        config.add_jsonapi_resource(Note)
+        app = config.make_wsgi_app()
+    finally:
+        del Note.transformer
+    engine = app.registry["db.engine"]
+    Base.metadata.create_all(engine)
+    with engine.begin() as connection:
+        connection.execute(Note.__table__.insert(), [{"id": 1, "title": "the title", "body": "the body"}])
+    return webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), app.registry.jsonapi
+
+
+def test_two_transformers_over_one_model_read_their_own_columns(tmp_path):
+    """The reader of an instance depends on the transformer's ``attribute_map``: it was once
+    kept per (entity class, names) for the whole process, so the second application showed the
+    first one's column."""
+    titles, _ = _app(tmp_path, "titles", LabelIsTitle)
+    bodies, _ = _app(tmp_path, "bodies", LabelIsBody)
+    for _ in range(2):  # the second round reads with the kept readers
+        assert titles.get("/api/notes/1").json["data"]["attributes"] == {"label": "the title"}  # an instance
+        assert bodies.get("/api/notes/1").json["data"]["attributes"] == {"label": "the body"}
+        assert titles.get("/api/notes").json["data"][0]["attributes"] == {"label": "the title"}  # a record
+        assert bodies.get("/api/notes").json["data"][0]["attributes"] == {"label": "the body"}
+    note = Note(id=2, title="t", body="b")
+    assert LabelIsTitle().transform(note, ("label",)) == {"label": "t"}  # made outside the library
+    assert LabelIsBody().transform(note, ("label",)) == {"label": "b"}
+
+
+def test_two_applications_share_nothing(tmp_path):
+    first, first_schema = _app(tmp_path, "first", LabelIsTitle)
+    second, second_schema = _app(tmp_path, "second", LabelIsTitle)
+    first.get("/api/notes")
+    first.get("/api/notes/1")
+    assert len(first_schema.statements) >= 2  # the page and the item statements were kept ...
+    assert len(second_schema.statements) == 0  # ... by the first application only
+    one, two = first_schema.get("notes"), second_schema.get("notes")
+    assert one is not two
+    assert one.owner is not two.owner and one.readers is not two.readers
+    assert one.fields == two.fields and one.fields["label"].key == "title"
+    second.get("/api/notes/1")
+    first_item = [s for (key, *_), (_c, s) in first_schema.statements._entries.items() if key[0] == "item"]
+    second_item = [s for (key, *_), (_c, s) in second_schema.statements._entries.items() if key[0] == "item"]
+    assert first_item and second_item and first_item[0] is not second_item[0]
