@@ -1,6 +1,7 @@
 """Entity tags (RFC 9110 sections 8.8.3 and 13; CONTRACT.md section 8): ``ETag`` and 304 on reads.
 
-* Every 200 answer to ``GET``/``HEAD`` whose body is in memory (every JSON:API document) gets a
+* Every 200 answer to ``GET``/``HEAD`` with a body (every JSON:API document; files of known size
+  up to 8 MiB, such as the docs page's assets, are read for it; streams are left alone) gets a
   strong ``ETag``: a BLAKE2b digest (128 bits) of the bytes sent. Whatever changes those bytes
   (data, ``include``, sparse fieldsets, metas, what the caller may see, the page, ``totalCount``)
   changes the tag; nothing else does. One place computes it, the tween below, for every view.
@@ -23,6 +24,8 @@ __all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resourc
 ANY = "*"
 
 _TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*(?:,|$)')
+#: A file response (the docs page's assets) up to this size is read into memory for its tag.
+_MAX_FILE_BYTES = 8 * 1024 * 1024
 #: Headers a 304 keeps from the 200 it stands for (RFC 9110 section 15.4.5), besides ``ETag``.
 _KEPT_BY_304 = {"etag", "vary", "cache-control", "content-location", "date", "expires", "x-request-id"}
 
@@ -72,6 +75,11 @@ def resource_etag(request, definition, entity) -> str:
     return etag_of(dumps(document))
 
 
+def _small_file(response) -> bool:
+    length = response.content_length
+    return length is not None and length <= _MAX_FILE_BYTES
+
+
 def _not_modified(response) -> Response:
     headers = [(name, value) for name, value in response.headerlist if name.lower() in _KEPT_BY_304]
     return Response(status=304, headerlist=headers)
@@ -84,8 +92,8 @@ def etag_tween_factory(handler, registry):
         response = handler(request)
         if request.method not in ("GET", "HEAD") or response.status_int != 200:
             return response
-        if not isinstance(response.app_iter, list):  # a file or a stream: left alone
-            return response
+        if not isinstance(response.app_iter, list) and not _small_file(response):
+            return response  # a stream, or a file too large to read for a tag
         etag = response.headers.get("ETag")
         if etag is None:
             body = response.body

@@ -251,3 +251,9 @@ def test_the_check_waits_for_a_concurrent_writer(api, blog, send, admin, engine)
     assert answers[0].status_int == 412
     document = api.get(url, headers=admin).json["data"]["attributes"]
     assert (document["title"], document["body"]) == ("by another writer", blog["hello"].body)
+
+
+def test_the_docs_page_and_its_files_have_etags(api):
+    for url in ("/api/docs", "/api/docs/swagger-ui.css"):
+        etag = api.get(url).headers["ETag"]
+        assert api.get(url, headers={"If-None-Match": etag}, status=304).body == b""
