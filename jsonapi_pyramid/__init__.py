@@ -64,6 +64,7 @@ DEFAULTS = {
     "max_filters": 20,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
+    "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "expose_errors": False,
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
@@ -157,6 +158,7 @@ def includeme(config):
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate
+    config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     # CORS: preflights answered before anything else; headers on every answer, errors included.
