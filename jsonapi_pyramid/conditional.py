@@ -18,7 +18,7 @@ import re
 
 from pyramid.response import Response
 
-__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "weak_match"]
+__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "weak_match"]
 
 #: ``parse_entity_tags("*")``.
 ANY = "*"

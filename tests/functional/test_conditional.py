@@ -257,3 +257,37 @@ def test_the_docs_page_and_its_files_have_etags(api):
     for url in ("/api/docs", "/api/docs/swagger-ui.css"):
         etag = api.get(url).headers["ETag"]
         assert api.get(url, headers={"If-None-Match": etag}, status=304).body == b""
+
+
+ATOMIC = 'application/vnd.api+json; ext="https://jsonapi.org/ext/atomic"'
+
+
+def test_atomic_operations_check_meta_if_match(api, blog, admin, engine):
+    """Each operation's ``meta.ifMatch`` is checked like If-Match; a mismatch anywhere is a 412 for
+    the whole request and every earlier operation is rolled back."""
+    hello, tag = blog["hello"].id, blog["tags"]["python"].id
+    article_etag = api.get(f"/api/articles/{hello}", headers=admin).headers["ETag"]
+    tag_etag = api.get(f"/api/tags/{tag}").headers["ETag"]
+
+    def atomic(operations, status):
+        body = orjson.dumps({"atomic:operations": operations})
+        return api.post("/api/operations", params=body, headers={**admin, "Content-Type": ATOMIC}, status=status)
+
+    def update(type_, id_, attributes, etag):
+        return {"op": "update", "data": {"type": type_, "id": str(id_), "attributes": attributes},
+                **({"meta": {"ifMatch": etag}} if etag is not None else {})}
+
+    before = snapshot(engine)
+    response = atomic([update("tags", tag, {"name": "renamed"}, tag_etag),
+                       update("articles", hello, {"title": "x"}, '"stale"')], 412)
+    error = response.json["errors"][0]
+    assert error["status"] == "412" and error["source"] == {"pointer": "/atomic:operations/1/meta/ifMatch"}
+    assert snapshot(engine) == before
+    relationship = {"op": "add", "ref": {"type": "articles", "id": str(hello), "relationship": "tags"},
+                    "data": [{"type": "tags", "id": str(tag)}], "meta": {"ifMatch": '"stale"'}}
+    atomic([relationship], 412)
+    atomic([{"op": "remove", "ref": {"type": "articles", "id": str(hello)}, "meta": {"ifMatch": 7}}], 412)
+    assert snapshot(engine) == before
+    atomic([update("tags", tag, {"name": "renamed"}, tag_etag), update("articles", hello, {"title": "x"}, article_etag),
+            update("articles", hello, {"body": "no condition"}, None)], 200)
+    assert api.get(f"/api/tags/{tag}").json["data"]["attributes"]["name"] == "renamed"
