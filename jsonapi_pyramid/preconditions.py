@@ -46,7 +46,7 @@ def lock_row(request, definition, entity) -> bool:
     False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
     session = request.dbsession
     try:
-        if session.get_bind().dialect.name == "sqlite":
+        if session.get_bind(mapper=definition.model).dialect.name == "sqlite":
             table = definition.id_column.table
             key = definition.id_column
             unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
