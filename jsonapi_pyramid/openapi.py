@@ -41,8 +41,10 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from sqlalchemy import inspect
 from sqlalchemy.sql import sqltypes
 
-from .contract import TOTAL_COUNT, get_registry
+from .contract import TOTAL_COUNT, attribute_sql, get_registry
 from .errors import MethodNotAllowed, NotFound
+from .filter_syntax import COUNT_OPERATORS, QUANTIFIERS
+from .jsontypes import NUMBER_TYPES, attribute_sql_type
 from .query import FILTER_OPERATORS
 from .openapi_atomic import add_atomic_operations
 from .renderer import MEDIA_TYPE
@@ -70,6 +72,7 @@ SECURITY_SCHEME = "bearerAuth"
 _ORDER_FILTERS = ("eq", "ne", "lt", "lte", "gt", "gte")
 _LIST_FILTERS = ("in", "nin")
 _TEXT_FILTERS = ("contains", "icontains", "startswith")
+_QUANTIFIED = {"any": "Some", "all": "Every", "none": "No"}
 
 # Every status the library can answer, with the situations that give it (CONTRACT.md section 3).
 ERROR_STATUSES = {
@@ -409,7 +412,13 @@ class _Builder:
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
                     "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
                     "Extension supported: atomic operations (https://jsonapi.org/ext/atomic) on "
-                    f"`POST {self.root}/operations`."
+                    f"`POST {self.root}/operations`. "
+                    "Filters combine: terms are ANDed; `filter[or][<n>][...]` (members 0, 1, ...: each the AND of "
+                    "its terms), `filter[and][<n>][...]` and `filter[not][...]` group them; a to-many relationship "
+                    "takes `[any]`, `[all]`, `[none]` followed by filters of its type, and `[count][<op>]` "
+                    "(rows the caller may not see never match and never count). At most "
+                    f"{self.settings['max_filters']} terms, {self.settings['max_filter_depth']} levels of groups and "
+                    "quantifiers."
                 ),
             },
             "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
@@ -482,16 +491,11 @@ class _Builder:
         }
 
     def _attribute_schema(self, definition, name: str) -> dict:
-        model = definition.model
-        attribute = definition.entity_attribute(name)
-        column = None
-        prop = inspect(model).attrs.get(attribute)
-        if prop is not None and hasattr(prop, "columns"):
-            column = prop.columns[0]
-        if column is None:
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        if sql_type is None:
             return {}
-        schema = _column_schema(column.type)
-        if column.nullable and "type" in schema:
+        schema = _column_schema(sql_type)
+        if nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
         return schema
 
@@ -750,6 +754,7 @@ class _Builder:
                 if operator in _LIST_FILTERS:
                     parameter.update(style="form", explode=False)
                 params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
+            params.extend(self._quantifier_parameters(definition, path))
         max_size = self.settings["max_page_size"]
         params.append(self._param("page.number", {
             "name": "page[number]", "in": "query", "required": False, "description": "Page number, from 1.",
@@ -767,6 +772,35 @@ class _Builder:
                 "schema": {"type": "string", "minLength": 1}}))
         return params
 
+    def _quantifier_parameters(self, definition, path: str) -> list:
+        """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
+        ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
+        target, many = definition, False
+        for part in path.split("."):
+            relationship = target.relationships.get(part)
+            if relationship is None:
+                return []
+            target, many = relationship.target_definition, relationship.many
+        if not many:
+            return []
+        T, params = definition.type, []
+        count = {"type": "integer", "minimum": 0, "maximum": 999999999}
+        for operator in (None, *COUNT_OPERATORS):
+            name = f"filter[{path}][count]" + (f"[{operator}]" if operator else "")
+            params.append(self._param(f"filter.{T}.{path}.count" + (f".{operator}" if operator else ""), {
+                "name": name, "in": "query", "required": False, "schema": count,
+                "description": f"The number of `{path}` the caller may see, {operator or 'eq'} this value."}))
+        for quantifier in QUANTIFIERS:
+            for field in list(dict.fromkeys(list(target.filterable) + ["id"])):
+                params.append(self._param(f"filter.{T}.{path}.{quantifier}.{field}", {
+                    "name": f"filter[{path}][{quantifier}][{field}]", "in": "query", "required": False,
+                    "schema": {"type": "string"},
+                    "description": f"{_QUANTIFIED[quantifier]} `{path}` the caller may see has `{field}` equal to this "
+                                   f"value. After `[{quantifier}]` come `{target.type}` filters of every form "
+                                   "(operators, groups, quantifiers); terms under one quantifier hold for the same "
+                                   "related resource."}))
+        return params
+
     def _filter_value_schema(self, definition, path: str) -> tuple[dict, bool, bool]:
         """(schema of a value, is it an id comparison, is it a text column)."""
         current = definition
@@ -780,9 +814,8 @@ class _Builder:
                 continue
             if part == "id":
                 return self._id_schema(current), True, False
-            attribute = current.entity_attribute(part)
-            prop = inspect(current.model).attrs.get(attribute)
-            column_type = prop.columns[0].type if prop is not None and hasattr(prop, "columns") else None
+            sql = attribute_sql(current.model, current.entity_attribute(part))
+            column_type = sql[1] if sql is not None else None
             schema = _column_schema(column_type) if column_type is not None else {"type": "string"}
             return schema, False, isinstance(column_type, sqltypes.String)
         return {"type": "string"}, False, False
@@ -1084,7 +1117,10 @@ def _column_schema(column_type) -> dict:
         return {"type": "boolean"}
     if isinstance(column_type, sqltypes.Integer):
         return {"type": "integer"}
-    if isinstance(column_type, sqltypes.Numeric):
+    if isinstance(column_type, NUMBER_TYPES) and column_type.asdecimal:
+        # Decimals are written as strings (no precision lost); a number is accepted on input too.
+        return {"type": "string", "format": "decimal", "pattern": "^-?[0-9]+(\\.[0-9]+)?$"}
+    if isinstance(column_type, NUMBER_TYPES):
         return {"type": "number"}
     if isinstance(column_type, sqltypes.DateTime):
         return {"type": "string", "format": "date-time"}

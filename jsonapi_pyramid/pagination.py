@@ -31,6 +31,7 @@ import orjson
 from sqlalchemy import and_, false, or_
 from sqlalchemy.sql import sqltypes
 
+from .contract import attribute_sql
 from .errors import BadRequest, error_object
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "CursorPage",
     "OrderKey",
     "check_cursor_sort",
+    "is_count_key",
     "keyset_criterion",
     "load_cursor_page",
     "max_size_error",
@@ -58,7 +60,7 @@ ERROR_TYPES = {
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
 # Column types whose values a cursor can carry exactly (Enum is a String).
-_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Date,
+_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Float, sqltypes.Date,
                  sqltypes.DateTime, sqltypes.Time, sqltypes.Uuid)
 
 
@@ -96,20 +98,26 @@ def max_size_error(parameter: str, maximum: int) -> BadRequest:
 def check_cursor_sort(definition, sort) -> None:
     """Cursor pages sort on the resource's own attributes whose values a cursor can carry; any
     other sort answers the profile's unsupported-sort error (page pagination serves it)."""
-    from sqlalchemy import inspect
-
-    mapper = inspect(definition.model)
     for key in sort:
         name = ".".join(key.path)
+        if is_count_key(definition, key.path):
+            continue  # an integer
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
         attribute = definition.id_attribute if key.path[0] == "id" else definition.entity_attribute(key.path[0])
-        prop = mapper.attrs.get(attribute)
-        columns = getattr(prop, "columns", ())
-        if len(columns) != 1 or not isinstance(columns[0].type, _CURSOR_TYPES):
+        sql = attribute_sql(definition.model, attribute)
+        if sql is None or not isinstance(sql[1], _CURSOR_TYPES):
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
+
+
+def is_count_key(definition, path: tuple) -> bool:
+    """Whether a sort ``path`` is ``<to-many relationship>.count`` (the number of visible members)."""
+    if len(path) != 2 or path[1] != "count":
+        return False
+    relationship = definition.relationships.get(path[0])
+    return relationship is not None and relationship.many
 
 
 # -- order keys and keyset SQL -----------------------------------------------------------------------

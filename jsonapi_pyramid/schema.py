@@ -35,6 +35,7 @@ _KINDS = (
     (sqltypes.Boolean, "boolean"),
     (sqltypes.Integer, "integer"),
     (sqltypes.Numeric, "number"),
+    (sqltypes.Float, "number"),  # not a Numeric since SQLAlchemy 2.1
     (sqltypes.DateTime, "datetime"),
     (sqltypes.Date, "date"),
     (sqltypes.Time, "time"),
@@ -86,7 +87,7 @@ def build_fields(model, transformer_class) -> dict[str, Field]:
         fields[name] = Field(
             name=name, key=key, expression=getattr(model, key, None), column=column,
             kind="other" if column is None else column_kind(column.type),
-            nullable=column is None or bool(column.nullable),
+            nullable=column is None or bool(getattr(column, "nullable", True)),  # a column_property: a Label
         )
     return fields
 
