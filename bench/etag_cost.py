@@ -35,7 +35,7 @@ def database() -> str:
     if not path.exists():
         OUT.mkdir(parents=True, exist_ok=True)
         ini = OUT / "etag.ini"
-        ini.write_text("[app:main]\nuse = egg:jsonapi_pyramid\n")
+        ini.write_text("[app:main]\nuse = egg:jsonapi_blog\n")
         subprocess.run([str(VENV_BIN / "jsonapi-pyramid-initdb"), str(ini), "--demo", "--scale", "10000"],
                        env={**os.environ, "DATABASE_URL": f"sqlite:///{path}"}, check=True, stdout=subprocess.DEVNULL)
     return f"sqlite:///{path}"

@@ -2,7 +2,7 @@
 
 * Every 200 answer to ``GET``/``HEAD`` with a body (every JSON:API document; files of known size
   up to 8 MiB, such as the docs page's assets, are read for it; streams are left alone) gets a
-  strong ``ETag``: a BLAKE2b digest (128 bits) of the bytes sent. Whatever changes those bytes
+  strong ``ETag``: a SHA-256 digest (128 bits of it) of the bytes sent. Whatever changes those bytes
   (data, ``include``, sparse fieldsets, metas, what the caller may see, the page, ``totalCount``)
   changes the tag; nothing else does. One place computes it, the tween below, for every view.
 * ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
@@ -31,8 +31,11 @@ _KEPT_BY_304 = {"etag", "vary", "cache-control", "content-location", "date", "ex
 
 
 def etag_of(body: bytes) -> str:
-    """The strong entity tag of ``body``: a quoted hex BLAKE2b-128 digest (~1 us per KiB)."""
-    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+    """The strong entity tag of ``body``: a quoted hex SHA-256 digest cut to 128 bits.
+
+    SHA-256 rather than BLAKE2b: OpenSSL's SHA-256 uses the CPU's SHA extensions where there are
+    some (this machine: 3.5x faster than hashlib's BLAKE2b on a 150 KiB document)."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
 def parse_entity_tags(header: str):

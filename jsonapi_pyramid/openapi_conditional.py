@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["add_conditional_requests"]
 
 _ETAG_HEADER = {
-    "description": "Strong entity tag of this document's bytes (BLAKE2b). Send it back in `If-None-Match` to "
+    "description": "Strong entity tag of this document's bytes (SHA-256, 128 bits). Send it back in `If-None-Match` to "
                    "revalidate (304), or in `If-Match` to make a write conditional.",
     "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
 }
