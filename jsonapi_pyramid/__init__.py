@@ -12,6 +12,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
+from .body import json_body, request_body
 from .contract import Registry, ResourceDefinition, get_registry
 from .errors import (
     BadRequest,
@@ -25,7 +26,6 @@ from .errors import (
 )
 from .cors import parse_origins
 from .loading import count_of
-from .body import json_body, request_body
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer
@@ -190,6 +190,9 @@ def includeme(config):
     config.add_tween("jsonapi_pyramid.conditional.etag_tween_factory", under="jsonapi_pyramid.cors.cors_tween_factory",
                      over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
+    # Query parameter names checked for every method before traversal and views (400, no change).
+    config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
+                     under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)
