@@ -14,6 +14,7 @@ from pyramid.tweens import EXCVIEW
 
 from .body import json_body, request_body
 from .contract import Registry, ResourceDefinition, get_registry
+from .cors import parse_origins
 from .errors import (
     BadRequest,
     Conflict,
@@ -24,12 +25,11 @@ from .errors import (
     ValidationFailed,
     error_object,
 )
-from .cors import parse_origins
 from .loading import count_of
+from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer
-from .preconditions import if_match_check
 from .writes import add_write_check
 
 __version__ = "0.1.0"

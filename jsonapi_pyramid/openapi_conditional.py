@@ -73,7 +73,8 @@ def add_conditional_requests(document: dict, jsonapi) -> dict:
         for method, operation in operations.items():
             responses = operation.get("responses", {})
             if method == "get" and "200" in responses and "$ref" not in responses["200"]:
-                responses["200"] = {**responses["200"], "headers": {**responses["200"].get("headers", {}), "ETag": _ref("headers", "ETag")}}
+                headers = {**responses["200"].get("headers", {}), "ETag": _ref("headers", "ETag")}
+                responses["200"] = {**responses["200"], "headers": headers}
                 # a new list: operations may share one list of parameters
                 operation["parameters"] = [*operation.get("parameters", []), _ref("parameters", "IfNoneMatch")]
                 responses["304"] = _ref("responses", "NotModified")
@@ -84,8 +85,10 @@ def add_conditional_requests(document: dict, jsonapi) -> dict:
                 responses["412"] = _ref("responses", "PreconditionFailed")
                 if definition.require_if_match:
                     responses["428"] = _ref("responses", "PreconditionRequired")
-            written = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}.get(operation.get("operationId"))
+            answers = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}
+            written = answers.get(operation.get("operationId"))
             if written in responses and "$ref" not in responses[written]:
-                responses[written] = {**responses[written], "headers": {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}}
+                headers = {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}
+                responses[written] = {**responses[written], "headers": headers}
             operation["responses"] = dict(sorted(responses.items()))
     return document

@@ -92,10 +92,9 @@ def api_server(pages, tmp_path_factory):
     try:
         deadline = time.monotonic() + 60
         while True:
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(base + "/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
+            with contextlib.suppress(OSError), urllib.request.urlopen(base + "/health", timeout=2) as response:
+                if response.status == 200:
+                    break
             assert process.poll() is None and time.monotonic() < deadline, (tmp / "pserve.log").read_text()
             time.sleep(0.1)
         yield base

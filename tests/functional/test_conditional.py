@@ -103,7 +103,8 @@ def test_write_answers_carry_the_etag_a_plain_get_gives_next(api, blog, send, ad
                     {"data": {"type": "articles", "id": str(hello.id), "attributes": {"title": "Renamed"}}}, 200)
     assert response.headers["ETag"] == api.get(f"/api/articles/{hello.id}", headers=admin).headers["ETag"]
     # A caller-dependent document (email shown to admins).
-    response = send("patch", f"/api/users/{alice.id}", {"data": {"type": "users", "id": str(alice.id), "attributes": {"name": "Alice B"}}}, 200)
+    response = send("patch", f"/api/users/{alice.id}",
+                    {"data": {"type": "users", "id": str(alice.id), "attributes": {"name": "Alice B"}}}, 200)
     assert response.headers["ETag"] == api.get(f"/api/users/{alice.id}", headers=admin).headers["ETag"]
     assert response.headers["ETag"] != api.get(f"/api/users/{alice.id}").headers["ETag"]
     creates = [

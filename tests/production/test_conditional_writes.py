@@ -35,7 +35,7 @@ def test_two_writers_with_the_same_etag_exactly_one_wins(servers, db):
         loser = answers[1 - winner][2]
         assert loser["errors"][0]["status"] == "412"
         for server in servers:  # what the winner wrote, on every process, and the ETag it was given
-            status, final_headers, final = call("GET", server.base + url, headers=headers)
+            _status, final_headers, final = call("GET", server.base + url, headers=headers)
             assert final["data"]["attributes"]["title"] == titles[winner]
             assert final_headers["etag"] == answers[winner][1]["etag"]
 
