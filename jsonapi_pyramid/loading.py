@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Integer, String, and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy import Integer, bindparam, func, inspect, select
 from sqlalchemy.engine import Row
-from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
+from sqlalchemy.orm import ONETOMANY
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
