@@ -25,9 +25,27 @@ import time
 import urllib.error
 import urllib.request
 
-from layout import (APP_PORT, APP_PORTS, DATABASE, DIR, ETCD_PEER_PORT, ETCD_PORT,  # noqa: F401
-                    HAPROXY_503, HOST, NODES, PACKAGES, PG_BIN, PRIMARY_PORT, REPLICA_PORT, ROOT,
-                    STATS_PORT, URL, haproxy_cfg, patroni_yaml)
+from layout import (  # noqa: F401
+    APP_PORT,
+    APP_PORTS,
+    DATABASE,
+    DIR,
+    ETCD_PEER_PORT,
+    ETCD_PORT,
+    HAPROXY_503,
+    HOST,
+    NODES,
+    PACKAGES,
+    PG_BIN,
+    PRIMARY_PORT,
+    REPLICA_PORT,
+    ROOT,
+    STATS_PORT,
+    URL,
+    haproxy_cfg,
+    patroni_yaml,
+)
+
 
 def database_url(port: int = PRIMARY_PORT, database: str = DATABASE) -> str:
     """What the application is given: HAProxy's port, a short connect timeout (README)."""

@@ -1,8 +1,8 @@
 """Fixtures for the production proofs (helpers in prodtools.py).
 
 * ``start_servers(n, url, retry_attempts=None)`` runs ``pserve`` on ``production.ini`` (loopback
-  only, cheap password hashing, ``retry.attempts`` when given) in ``n`` processes on free 127.0.0.1 ports with ``DATABASE_URL=url``, ready to serve;
-  they stop at the end of the session.
+  only, cheap password hashing, ``retry.attempts`` when given) in ``n`` processes on free
+  127.0.0.1 ports with ``DATABASE_URL=url``, ready to serve; they stop at the end of the session.
 * ``pg_url``: the session's PostgreSQL test database; tests using it skip on SQLite.
 * ``servers``: two such processes on ``pg_url``, shared by the tests of this directory.
 """
