@@ -93,3 +93,16 @@ def test_one_to_one_and_two_relationships_to_one_target(api, db):
     assert card["attributes"] == {"number": "7"}
     assert api.get(f"/api/cards/{card['id']}/relationships/holder").json["data"] == {"type": "people",
                                                                                    "id": str(ursula.id)}
+
+
+def test_the_openapi_document_names_the_types_a_base_shows(api):
+    from openapi_spec_validator import validate
+
+    document = api.get("/api/openapi.json").json
+    validate(document)
+    schemas = document["components"]["schemas"]
+    assert schemas["MembersIdentifier"]["properties"]["type"] == {"enum": ["members", "students", "staff"]}
+    assert schemas["StudentsIdentifier"]["properties"]["type"] == {"const": "students"}
+    items = schemas["HoldingsCollectionDocument"]["properties"]["data"]["items"]
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in items["anyOf"]] == [
+        "HoldingsResource", "PrintCopiesResource", "EbookLicencesResource"]
