@@ -40,6 +40,9 @@ def test_a_to_many_to_a_base_yields_each_row_as_its_own_type(api, library):
     assert included[("staff", str(library["bo"].id))]["attributes"] == {"name": "Bo", "department": "Rare books"}
     assert identifiers(api.get(f"/api/books/{book.id}/holdings").json["data"]) == expected
     assert identifiers(api.get(f"/api/books/{book.id}/relationships/holdings").json["data"]) == expected
+    cursor = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
+    paged = api.get(f"/api/books/{book.id}/relationships/holdings", headers={"Accept": cursor}).json["data"]
+    assert identifiers(paged) == expected and all("cursor" in item["meta"]["page"] for item in paged)
     assert identifiers(api.get("/api/holdings", params={"filter[book]": str(book.id), "sort": "-id"}).json["data"]) \
         == expected
 
@@ -75,6 +78,11 @@ def test_linking_a_subtype_where_the_base_is_the_target(api, db, library):
                          params=json.dumps({"data": {"type": "books", "id": str(bo.id)}}),
                          headers={"Content-Type": JSONAPI}, status=422)
     assert response.json["errors"][0]["source"]["pointer"] == "/data/type"
+    # a type of the family that is not the row's own
+    response = api.patch(f"/api/printCopies/{copy.id}/relationships/borrower",
+                         params=json.dumps({"data": {"type": "students", "id": str(bo.id)}}),
+                         headers={"Content-Type": JSONAPI}, status=422)
+    assert response.json["errors"][0]["detail"] == f"There is no students resource with id '{bo.id}'."
     db.expire_all()
     assert db.get(Holding, copy.id).borrower_id == bo.id
 
