@@ -182,7 +182,7 @@ def _collided(exc) -> bool:
     if isinstance(exc, StaleDataError):
         return True
     sqlstate = _sqlstate(exc) if isinstance(exc, DBAPIError) else None
-    return bool(sqlstate) and sqlstate.startswith(_ROLLED_BACK) and sqlstate != _READ_ONLY
+    return sqlstate is not None and sqlstate.startswith(_ROLLED_BACK) and sqlstate != _READ_ONLY
 
 
 def _back_off(attempt: int) -> None:
