@@ -18,6 +18,7 @@ from sqlalchemy.sql import sqltypes
 from .contract import TOTAL_COUNT, ResourceDefinition, attribute_sql, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
+from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .security import check_restricted_path
 
@@ -82,6 +83,8 @@ class QueryPlan:
     #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
     filters: list = field(default_factory=list)
     page: Page | None = None
+    #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
+    include_pages: dict = field(default_factory=dict)
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -110,6 +113,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     seen = set()
     page_values = {}
     filter_items: list[tuple[str, str]] = []
+    include_page_values: dict[str, dict] = {}
     try:
         items = list(request.GET.items())
     except UnicodeDecodeError:
@@ -134,6 +138,9 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         if match is None:
             raise BadRequest(f"Malformed parameter {name!r}.", parameter=name)
         family, key, op = match["family"], match["key"], match["op"]
+        if family == "page" and key and op is not None:  # page[<include path>][size|number]: any read
+            include_page_values.setdefault(key, {})[op] = (name, value)
+            continue
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
@@ -169,6 +176,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
     for key in plan.sort:
         check_restricted_path(request, definition, key.path, "sort")
+    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
     if collection:
         plan.page = _parse_page(page_values, settings, profile_requested(request))
         if plan.page.cursor:

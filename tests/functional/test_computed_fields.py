@@ -186,3 +186,14 @@ def test_python_properties_are_not_filterable_or_sortable(shelves, database_url)
         assert ids(webtest.TestApp(app).get("/api/books?sort=-initial,id")) == [2, 3, 1, 4, 6]
     finally:
         app.registry["db.engine"].dispose()
+
+
+def test_paged_includes_of_a_type_read_as_instances(shelves):
+    """Books show a hybrid property, so they are read as instances (not records): the paged
+    include statement selects them through the ranked subquery."""
+    assert shelves.app.registry.jsonapi.get("books").record_columns is None
+    document = shelves.get("/api/shelves?include=books&page[books][size]=1&page[books][number]=2&sort=id").json
+    pages = {item["id"]: item["relationships"]["books"] for item in document["data"]}
+    assert {key: page["meta"]["count"] for key, page in pages.items()} == {"1": 2, "2": 2, "3": 1}  # 5 is hidden
+    assert {key: [i["id"] for i in page["data"]] for key, page in pages.items()} == {"1": ["2"], "2": ["4"], "3": []}
+    assert sorted(item["attributes"]["titleLength"] for item in document["included"]) == [7, 7]
