@@ -103,5 +103,6 @@ def includeme(config):
         relationship_defaults={"author": caller_as_default},
     )
     config.add_jsonapi_resource(Tag, acl=role_or_tag_acl, create=schemas.TagCreate)
-    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True, create=schemas.UserProfileCreate)
+    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True, id_format="uuid",
+                                create=schemas.UserProfileCreate)
     config.add_jsonapi_resource(Token, acl=token_acl, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))

@@ -44,6 +44,7 @@ from sqlalchemy.sql import sqltypes
 from .contract import TOTAL_COUNT, attribute_sql, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .filter_syntax import COUNT_OPERATORS, QUANTIFIERS
+from .jsontypes import NUMBER_TYPES, attribute_sql_type
 from .query import FILTER_OPERATORS
 from .openapi_atomic import add_atomic_operations
 from .renderer import MEDIA_TYPE
@@ -488,16 +489,11 @@ class _Builder:
         }
 
     def _attribute_schema(self, definition, name: str) -> dict:
-        model = definition.model
-        attribute = definition.entity_attribute(name)
-        column = None
-        prop = inspect(model).attrs.get(attribute)
-        if prop is not None and hasattr(prop, "columns"):
-            column = prop.columns[0]
-        if column is None:
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        if sql_type is None:
             return {}
-        schema = _column_schema(column.type)
-        if getattr(column, "nullable", True) and "type" in schema:  # a column_property's may be NULL
+        schema = _column_schema(sql_type)
+        if nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
         return schema
 
@@ -1138,7 +1134,10 @@ def _column_schema(column_type) -> dict:
         return {"type": "boolean"}
     if isinstance(column_type, sqltypes.Integer):
         return {"type": "integer"}
-    if isinstance(column_type, sqltypes.Numeric):
+    if isinstance(column_type, NUMBER_TYPES) and column_type.asdecimal:
+        # Decimals are written as strings (no precision lost); a number is accepted on input too.
+        return {"type": "string", "format": "decimal", "pattern": "^-?[0-9]+(\\.[0-9]+)?$"}
+    if isinstance(column_type, NUMBER_TYPES):
         return {"type": "number"}
     if isinstance(column_type, sqltypes.DateTime):
         return {"type": "string", "format": "date-time"}

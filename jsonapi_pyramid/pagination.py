@@ -60,7 +60,7 @@ ERROR_TYPES = {
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
 # Column types whose values a cursor can carry exactly (Enum is a String).
-_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Date,
+_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Float, sqltypes.Date,
                  sqltypes.DateTime, sqltypes.Time, sqltypes.Uuid)
 
 

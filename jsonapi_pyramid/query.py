@@ -321,7 +321,7 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str):
             if not _INTEGER.fullmatch(raw):
                 raise ValueError(raw)
             return int(raw)
-        if isinstance(column_type, sqltypes.Numeric):
+        if isinstance(column_type, (sqltypes.Numeric, sqltypes.Float)):  # Float is no Numeric in SQLAlchemy 2.1
             value = Decimal(raw)
             if not value.is_finite():
                 raise ValueError(raw)
@@ -330,6 +330,8 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str):
             return _parse_timestamp(raw)
         if isinstance(column_type, sqltypes.Date):
             return dt.date.fromisoformat(raw)
+        if isinstance(column_type, sqltypes.Time):
+            return dt.time.fromisoformat(raw)
         if isinstance(column_type, sqltypes.Uuid):
             return uuid.UUID(raw)
         if isinstance(column_type, sqltypes.Enum) and column_type.enums and raw not in column_type.enums:

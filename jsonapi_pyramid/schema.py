@@ -35,6 +35,7 @@ _KINDS = (
     (sqltypes.Boolean, "boolean"),
     (sqltypes.Integer, "integer"),
     (sqltypes.Numeric, "number"),
+    (sqltypes.Float, "number"),  # not a Numeric since SQLAlchemy 2.1
     (sqltypes.DateTime, "datetime"),
     (sqltypes.Date, "date"),
     (sqltypes.Time, "time"),
