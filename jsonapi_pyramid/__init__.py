@@ -181,6 +181,9 @@ def includeme(config):
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
+    # Query parameter names checked for every method before traversal and views (400, no change).
+    config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
+                     under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)
