@@ -39,6 +39,7 @@ _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
 # ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
 _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
 _FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
+_PAGE_KEYS = ("number", "size", "after", "before")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -142,6 +143,9 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
+        if family == "page" and op is not None and (key in _PAGE_KEYS or op not in ("size", "number")):
+            raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or page[<include path>][size|number].",
+                             parameter=name)
         if family in {"fields", "meta", "page"} and (not bracketed or not key or op is not None and family != "page"):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
@@ -187,7 +191,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         elif family == "sort":
             plan.sort = _parse_sort(definition, value, name)
         elif family == "page":
-            if key not in {"number", "size", "after", "before"}:
+            if key not in _PAGE_KEYS:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
             page_values[key] = (name, value)
     if filter_items:
