@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs cluster cluster-down cluster-test test-serializable
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -84,3 +84,7 @@ dist: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
+
+# The lint gate (configured in pyproject.toml); `make test` runs it too (tests/distribution/test_lint.py).
+lint: $(STAMP)
+	$(BIN)/ruff check .

@@ -200,7 +200,7 @@ def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine
         time.sleep(3)
         killed_at = time.monotonic()
         os.kill(postmaster_pid(old_leader), signal.SIGKILL)
-        new_leader = ctl.wait_for("a new leader", lambda: (l := ctl.leader()) and l != old_leader and l,
+        new_leader = ctl.wait_for("a new leader", lambda: (leader := ctl.leader()) and leader != old_leader and leader,
                                   timeout=90, interval=0.2)
         promoted_at = time.monotonic()
         # Load continues until writes have succeeded for a while on the new primary.
@@ -283,7 +283,7 @@ def test_a_client_reads_its_own_write_on_a_lagging_replica(headers, delayed_repl
     url = f"{API}/articles/{body['data']['id']}"
     on_replicas = {name: ctl.psql(ctl.NODES[name]["pg"], f"SELECT count(*) FROM articles WHERE id = {body['data']['id']}",
                                   ctl.DATABASE) for name in delayed_replicas}
-    assert on_replicas == {name: "0" for name in delayed_replicas}  # the lag is real
+    assert on_replicas == dict.fromkeys(delayed_replicas, "0")  # the lag is real
 
     # Without the position the replica answers what it has: not yet the new article.
     assert call("GET", url)[0] == 404

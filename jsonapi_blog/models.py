@@ -31,7 +31,7 @@ NAMING_CONVENTION = {
 
 def utcnow() -> dt.datetime:
     """Naive UTC: how timestamps are stored (and written with ``Z``)."""
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):

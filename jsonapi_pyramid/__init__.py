@@ -12,6 +12,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
+from .body import json_body, request_body
 from .contract import Registry, ResourceDefinition, get_registry
 from .errors import (
     BadRequest,
@@ -24,7 +25,6 @@ from .errors import (
     error_object,
 )
 from .loading import count_of
-from .body import json_body, request_body
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer

@@ -24,8 +24,9 @@ transaction each time):
 
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
 request waits a random few milliseconds before the next attempt, doubling with each attempt (at
-most 640 ms), so that requests that collided do not collide again. The last attempt's error is rendered: 409 for a constraint, 503 with ``Retry-After`` for an
-unavailable database (``errors.py``).
+most 640 ms), so that requests that collided do not collide again. The last attempt's error is
+rendered: 409 for a constraint, 503 with ``Retry-After`` for an unavailable database
+(``errors.py``).
 
 ``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
 ``{"status": "ok", "database": "ok", "writable": true}`` when the database answers (``writable``:

@@ -12,7 +12,6 @@ from operator import itemgetter
 from urllib.parse import quote, urlencode
 
 from pyramid.traversal import find_interface
-
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
@@ -94,7 +93,16 @@ class DocumentBuilder:
         return self.resources(definition, (entity,), linkage)[0]
 
     def resources(self, definition: ResourceDefinition, entities, linkage: dict | None = None) -> list[dict]:
-        """The resource objects of instances or records of one type, in order."""
+        """The resource objects of instances or records of one type, in order (the rows of a
+        polymorphic base each as its own class's type)."""
+        if definition.subtypes:
+            out = []
+            for entity in entities:
+                out.extend(self._resources(definition.definition_of(entity), (entity,), linkage))
+            return out
+        return self._resources(definition, entities, linkage)
+
+    def _resources(self, definition: ResourceDefinition, entities, linkage: dict | None) -> list[dict]:
         transformer, attributes, relationships, get_id, prefix, read_record = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
@@ -129,7 +137,8 @@ class DocumentBuilder:
             return
         by_type: dict[str, tuple[ResourceDefinition, list]] = {}
         for entity in loaded.primary:
-            by_type.setdefault(loaded.definition.type, (loaded.definition, []))[1].append(entity)
+            definition = loaded.definition.definition_of(entity)
+            by_type.setdefault(definition.type, (definition, []))[1].append(entity)
         for definition, entity in loaded.included:
             by_type.setdefault(definition.type, (definition, []))[1].append(entity)
         for type_name, fields in self.plan.metas.items():

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Integer, String, and_, bindparam, func, inspect, not_, or_, select, true
+from sqlalchemy import Integer, bindparam, func, inspect, select
 from sqlalchemy.engine import Row
-from sqlalchemy.orm import MANYTOONE, ONETOMANY, aliased
+from sqlalchemy.orm import ONETOMANY
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
@@ -214,7 +214,9 @@ def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
         ids, cursors = load_cursor_page(request, statement, keys, plan, 1)
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
-        statement = collection_statement(request, definition, plan, parent=parent, columns=(id_column,))
+        # a polymorphic base's members as instances: each identifier names its own type
+        columns = (definition.model,) if definition.subtypes else (id_column,)
+        statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
         ids = request.dbsession.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
@@ -250,8 +252,8 @@ def load_includes(request, loaded: Loaded, tree: dict, pages: dict | None = None
     ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
         return
-    get_id = id_getter(loaded.definition)
-    seen = {(loaded.definition.type, str(get_id(entity))) for entity in loaded.primary}
+    get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
+    seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
 
 
@@ -271,28 +273,14 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     get_id = id_getter(definition)
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    # the rows of a polymorphic base are shown (and their linkage kept) under their own types
+    parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
-        target_type = target.type
         page = pages.get(prefix + name)
-        counts = None
-        if page is None:
-            statement = statements.get(request, ("include", definition, name),
-                                       lambda: _include_statement(request, statements, definition, relationship))
-            if target.record_columns is not None:  # records: (*record columns, parent id)
-                pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
-            else:  # (parent id, instance)
-                pairs = request.dbsession.execute(statement, parameters).all()
-        else:  # one page of members per parent, and the parents' counts
-            records = target.record_columns is not None
-            statement = statements.get(request, ("include paged", definition, name), lambda: paged_statement(
-                _include_statement(request, statements, definition, relationship), target, records))
-            parameters_of_page = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
-            rows = (read_records(request, statement, parameters_of_page) if records
-                    else request.dbsession.execute(statement, parameters_of_page).all())
-            pairs, counts = page_members(rows, records, page)
+        pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = id_getter(target)
         by_parent: dict[Any, list] = {}
         identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
@@ -301,12 +289,13 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             resource_id = str(child_id(child))
             identifier = identifiers.get(resource_id)
             if identifier is None:
-                identifier = identifiers[resource_id] = {"type": target_type, "id": resource_id}
+                shown = target.definition_of(child) if target.subtypes else target
+                identifier = identifiers[resource_id] = {"type": shown.type, "id": resource_id}
                 children.append(child)
-                key = (target_type, resource_id)
+                key = (shown.type, resource_id)
                 if key not in seen:
                     seen.add(key)
-                    loaded.included.append((target, child))
+                    loaded.included.append((shown, child))
             members = by_parent.get(parent_id)
             if members is None:
                 by_parent[parent_id] = [identifier]
@@ -316,11 +305,29 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         many = relationship.many
         for parent_id in parent_ids:
             members = by_parent.get(parent_id)
-            slot = linkage.setdefault((definition.type, str(parent_id)), {})
+            slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
             if counts is not None:
                 slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), page)
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
+
+
+def _include_pairs(request, statements, definition, relationship, parameters, page) -> tuple[list, dict | None]:
+    """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
+    ``IncludePage``) each parent's count of visible members; one statement either way."""
+    target = relationship.target_definition
+    records = target.record_columns is not None
+    if page is None:
+        statement = statements.get(request, ("include", definition, relationship.name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
+        if records:  # (*record columns, parent id)
+            return [(row[-1], row) for row in read_records(request, statement, parameters)], None
+        return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
+    statement = statements.get(request, ("include paged", definition, relationship.name), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship), target, records))
+    parameters = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
+    return page_members(rows, records, page)
 
 
 def _include_statement(request, statements, definition, relationship):

@@ -38,15 +38,14 @@ from pyramid.authorization import ACLHelper, Everyone
 from pyramid.request import Request
 from pyramid.response import FileResponse, Response
 from pyramid.security import NO_PERMISSION_REQUIRED
-from sqlalchemy import inspect
 from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, attribute_sql, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from .jsontypes import NUMBER_TYPES, attribute_sql_type
-from .query import FILTER_OPERATORS
 from .openapi_atomic import add_atomic_operations
+from .query import FILTER_OPERATORS
 from .renderer import MEDIA_TYPE
 from .security import Permission
 
@@ -76,14 +75,17 @@ _QUANTIFIED = {"any": "Some", "all": "Every", "none": "No"}
 
 # Every status the library can answer, with the situations that give it (CONTRACT.md section 3).
 ERROR_STATUSES = {
-    400: "Bad Request: malformed JSON, a body without the `data` it needs, or an unknown or invalid query parameter (`source.parameter` names it).",
-    401: "Unauthorized: no credentials where the operation needs them, or credentials the service does not accept. Carries `WWW-Authenticate: Bearer`.",
+    400: "Bad Request: malformed JSON, a body without the `data` it needs, or an unknown or invalid query parameter "
+         "(`source.parameter` names it).",
+    401: "Unauthorized: no credentials where the operation needs them, or credentials the service does not accept. "
+         "Carries `WWW-Authenticate: Bearer`.",
     403: "Forbidden: the caller is known but not permitted (or sent an `id` on a type without client-generated ids).",
     404: "Not Found: unknown id or relationship, or a resource the caller may not see.",
     406: "Not Acceptable: every JSON:API entry of `Accept` carries media type parameters other than `ext`/`profile`.",
     409: "Conflict: a client-generated id that exists already, or a unique constraint lost to a concurrent writer.",
     413: "Payload Too Large: the body is over `jsonapi.max_body_bytes`.",
-    415: "Unsupported Media Type: a body not sent as `application/vnd.api+json` (or with media type parameters other than `ext`/`profile`).",
+    415: "Unsupported Media Type: a body not sent as `application/vnd.api+json` "
+         "(or with media type parameters other than `ext`/`profile`).",
     422: "Validation Error: one error per failed rule, each with `source.pointer`.",
     500: "Internal Server Error: an unexpected error (no traceback or SQL in it; `errors[].id` names it in the server log).",
     503: "Service Unavailable: the database is not reachable. Carries `Retry-After`.",
@@ -290,7 +292,7 @@ def example_for(node, variant: str = "create"):
     for validator in validators:
         if isinstance(validator, colander.OneOf) and validator.choices:
             default = _input_default(node)
-            return default if default in validator.choices else list(validator.choices)[0]
+            return default if default in validator.choices else next(iter(validator.choices))
     if _jsonable(_input_default(node)) is not None:
         return _jsonable(_input_default(node))
     if isinstance(typ, (colander.Sequence, colander.List, colander.Set)):
@@ -850,7 +852,7 @@ class _Builder:
             self._collection_or_item(definition, item_path, method, permission, "item", [id_param])
         elif context in (Related, ToOneLinkage, ToManyLinkage):
             for relationship in definition.relationships:
-                if context is ToOneLinkage and relationship.many or context is ToManyLinkage and not relationship.many:
+                if (context is ToOneLinkage and relationship.many) or (context is ToManyLinkage and not relationship.many):
                     continue
                 if context is Related:
                     path = f"{item_path}/{relationship.name}"
@@ -946,7 +948,7 @@ class _Builder:
             return _document_response(target.type, name, text)
 
         node = "related" if related else "linkage"
-        common = dict(relationship=relationship)
+        common = {"relationship": relationship}
         if related and method == "GET":
             op = self._operation(definition, method, permission, node, **common,
                                  summary=f"Related {R} of one of {T}", operation_id=f"{T}.{R}.related",
@@ -1023,7 +1025,7 @@ class _Builder:
         generic = {"description": "The operation's document.", "content": {MEDIA_TYPE: {"schema": _ref("schemas", "AnyDocument")}}}
         op = self._operation(definition, method, operation.permission, node, summary=summary,
                              operation_id=operation_id, parameters=parameters,
-                             responses={status: generic for status in statuses},
+                             responses=dict.fromkeys(statuses, generic),
                              errors=errors, body=body, description=description)
         for annotated in (operation.validate, operation.view):
             extra = getattr(annotated, "openapi", None)
@@ -1166,7 +1168,7 @@ def _swagger_ui_dir() -> pathlib.Path | None:
     spec = importlib.util.find_spec("swagger_ui")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "static"
+    return pathlib.Path(next(iter(spec.submodule_search_locations))) / "static"
 
 
 _NO_UI_PAGE = """<!DOCTYPE html>

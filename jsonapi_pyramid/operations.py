@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pyramid.exceptions import ConfigurationError
 from pyramid.security import NO_PERMISSION_REQUIRED
 
+from .body import request_data
 from .contract import get_registry
 from .document import DocumentBuilder
-from .body import request_data
 from .errors import MethodNotAllowed
 from .loading import Loaded, load_includes
 from .query import parse_query

@@ -387,5 +387,5 @@ def _parse_timestamp(raw: str) -> dt.datetime:
     """ISO 8601 date or timestamp; aware values are converted to naive UTC (how they are stored)."""
     value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return value

@@ -34,11 +34,11 @@ from .body import sent_data as _body_sent_data
 
 __all__ = [
     "ALL_PERMISSIONS",
+    "DEFAULT_ROOT_ACL",
+    "DENY_ALL",
     "Allow",
     "Authenticated",
     "BearerTokenPolicy",
-    "DEFAULT_ROOT_ACL",
-    "DENY_ALL",
     "Deny",
     "Everyone",
     "Permission",

@@ -63,14 +63,18 @@ def linkage_document(context, request) -> dict:
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
         paged = load_linkage_page(request, target, plan, parent=parent)
         builder = DocumentBuilder(request, plan)
-        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
+        if target.subtypes and paged.cursors is None:  # instances (load_linkage_page)
+            data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
+                    for member in paged.primary]
+        else:
+            data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
         builder_links = builder.page_links(paged)
         meta = builder.total_meta(paged.total)
     else:
         plan = parse_query(request, target, collection=False)
         builder = DocumentBuilder(request, plan)
         entity = load_related_one(request, context.definition, relationship, context.entity)
-        data = None if entity is None else builder.identifier(target, target.identity(entity))
+        data = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
         meta = None
     owner_url = builder.url(context.definition, context.definition.identity(context.entity))
     links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}

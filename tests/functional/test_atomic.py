@@ -304,7 +304,7 @@ def test_openapi_documents_the_endpoint_and_its_lid_example_works(api, atomic, a
     example = operation["requestBody"]["content"][ATOMIC]["example"]
     assert any("lid" in op["data"] for op in example["atomic:operations"])
     assert {"200", "204", "400", "403", "404", "413", "415", "422"} <= set(operation["responses"])
-    new, owner = example["atomic:operations"]
+    _new, owner = example["atomic:operations"]
     name = next(name for name, member in owner["data"]["relationships"].items() if isinstance(member["data"], list))
     results = atomic(example["atomic:operations"], admin, 200).json["atomic:results"]
     linkage = api.get(results[1]["data"]["relationships"][name]["links"]["self"], headers=admin, status=200)

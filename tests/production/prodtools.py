@@ -157,7 +157,7 @@ class TcpProxy:
         while not self._stopped:
             try:
                 client, _ = self._listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
