@@ -15,8 +15,8 @@ from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
-from .loading import Loaded, id_getter
 from .include_pages import PagedMembers
+from .loading import Loaded, id_getter
 from .query import QueryPlan
 from .transformer import Transformer
 

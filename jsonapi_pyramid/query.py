@@ -146,7 +146,7 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
         if family == "page" and op is not None and (key in _PAGE_KEYS or op not in ("size", "number")):
             raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or page[<include path>][size|number].",
                              parameter=name)
-        if family in {"fields", "meta", "page"} and (not bracketed or not key or op is not None and family != "page"):
+        if family in {"fields", "meta", "page"} and (not bracketed or not key or (op is not None and family != "page")):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
     return parameters
