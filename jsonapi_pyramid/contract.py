@@ -123,6 +123,7 @@ class ResourceDefinition:
         restricted: dict[str, Callable] | None = None,
         apply: Callable | None = None,
         relationship_defaults: dict[str, Callable] | None = None,
+        require_if_match: bool = False,
     ):
         self.model = model
         self.type = type or getattr(model, "__jsonapi_type__", None)
@@ -144,6 +145,8 @@ class ResourceDefinition:
         self.apply = apply
         #: relationship -> ``request -> id or None``: the target when a create payload omits it
         self.relationship_defaults = dict(relationship_defaults or {})
+        #: writes to an existing resource need ``If-Match`` (428 without it; preconditions.py)
+        self.require_if_match = bool(require_if_match)
         # Resolved at commit:
         self.transformer_class: type[Transformer] | None = None
         self.relationships: RelationshipsCollection = RelationshipsCollection()

@@ -122,7 +122,9 @@ def get_document(registry) -> dict:
 
 def build_document(registry) -> dict:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
-    return _Builder(registry).build()
+    from .openapi_conditional import add_conditional_requests
+
+    return add_conditional_requests(_Builder(registry).build(), get_registry(registry))
 
 
 # -- colander -> JSON Schema -------------------------------------------------------------------

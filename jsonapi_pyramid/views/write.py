@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import writes
 from ..body import request_data
+from ..conditional import resource_etag
 from ..document import DocumentBuilder
 from ..loading import Loaded, load_includes
 from ..query import parse_query
@@ -24,15 +25,17 @@ def create(context, request):
     document = resource_document(request, plan, context.definition, entity)
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
-    return json_response(document, status=201, headers={"Location": url})
+    etag = resource_etag(request, context.definition, entity)
+    return json_response(document, status=201, headers={"Location": url, "ETag": etag})
 
 
 def update(context, request):
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
-    the updated resource document."""
+    the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
-    return json_response(resource_document(request, plan, context.definition, entity))
+    document = resource_document(request, plan, context.definition, entity)
+    return json_response(document, headers={"ETag": resource_etag(request, context.definition, entity)})
 
 
 def remove(context, request):
