@@ -183,6 +183,7 @@ def includeme(config):
     config.add_request_method(request_body, "jsonapi_body", reify=True)
     config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
+    config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)
     config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")

@@ -517,9 +517,10 @@ class _Builder:
     def _resource_schemas(self, definition) -> None:
         T = definition.type
         accepted, shown = self._writable_names(definition)
+        family = [d.type for d in (definition, *definition.subtypes)]  # a polymorphic base's rows: their own types
         self.schemas[_camel(T, "Identifier")] = {
             "type": "object",
-            "properties": {"type": {"const": T}, "id": self._id_schema(definition),
+            "properties": {"type": {"const": T} if len(family) == 1 else {"enum": family}, "id": self._id_schema(definition),
                            "links": _ref("schemas", "Links"), "meta": {"type": "object"}},
             "required": ["type", "id"],
         }
@@ -559,6 +560,8 @@ class _Builder:
         }
         base = {"jsonapi": _ref("schemas", "JsonApi"), "links": _ref("schemas", "Links"), "meta": {"type": "object"}}
         resource = _ref("schemas", _camel(T, "Resource"))
+        if len(family) > 1:
+            resource = {"anyOf": [_ref("schemas", _camel(name, "Resource")) for name in family]}
         included = {"type": "array", "items": _ref("schemas", "Resource")}
         self.schemas[_camel(T, "Document")] = {
             "type": "object", "properties": {**base, "data": resource, "included": included},

@@ -63,7 +63,7 @@ def linkage_document(context, request) -> dict:
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
         paged = load_linkage_page(request, target, plan, parent=parent)
         builder = DocumentBuilder(request, plan)
-        if target.subtypes and paged.cursors is None:  # instances (load_linkage_page)
+        if target.subtypes:  # instances (load_linkage_page)
             data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
                     for member in paged.primary]
         else:
