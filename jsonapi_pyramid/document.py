@@ -15,6 +15,7 @@ from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
+from .include_pages import PagedMembers
 from .loading import Loaded, id_getter
 from .query import QueryPlan
 from .transformer import Transformer
@@ -36,8 +37,13 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
         if linkage:
             for name, data in linkage.items():
                 member = shown.get(name)
-                if member is not None:
-                    member["data"] = data
+                if member is None:
+                    continue
+                if type(data) is PagedMembers:  # a paged include: its page, count and page links
+                    member["links"].update(data.links(member["links"]["related"]))
+                    member["meta"] = {"count": data.count}
+                    data = data.members
+                member["data"] = data
         obj["relationships"] = shown
     obj["links"] = {"self": url}
     return obj

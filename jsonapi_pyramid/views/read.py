@@ -11,7 +11,7 @@ def list_resources(context, request):
     """``GET /api/<type>``."""
     plan = parse_query(request, context.definition, collection=True)
     loaded = load_page(request, context.definition, plan)
-    load_includes(request, loaded, plan.include)
+    load_includes(request, loaded, plan.include, plan.include_pages)
     return _varies(json_response(DocumentBuilder(request, plan).collection(loaded)))
 
 
@@ -25,7 +25,7 @@ def show(context, request):
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility)."""
     plan = parse_query(request, context.definition, collection=False)
     loaded = Loaded(context.definition, [context.entity])
-    load_includes(request, loaded, plan.include)
+    load_includes(request, loaded, plan.include, plan.include_pages)
     return json_response(DocumentBuilder(request, plan).single(loaded))
 
 
@@ -37,12 +37,12 @@ def related(context, request):
         plan = parse_query(request, target, collection=True)
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
         loaded = load_page(request, target, plan, parent=parent)
-        load_includes(request, loaded, plan.include)
+        load_includes(request, loaded, plan.include, plan.include_pages)
         return _varies(json_response(DocumentBuilder(request, plan).collection(loaded)))
     plan = parse_query(request, target, collection=False)
     entity = load_related_one(request, context.definition, relationship, context.entity)
     loaded = Loaded(target, [entity] if entity is not None else [])
-    load_includes(request, loaded, plan.include)
+    load_includes(request, loaded, plan.include, plan.include_pages)
     return json_response(DocumentBuilder(request, plan).single(loaded))
 
 
