@@ -23,10 +23,9 @@ from typing import Any
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
 from sqlalchemy.orm import ColumnProperty, aliased
-from sqlalchemy.sql.sqltypes import Integer, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, Readers, StatementCache, build_fields, visibility_of
+from .schema import Field, Readers, StatementCache, build_fields, column_kind, visibility_of
 from .transformer import Transformer, meta_method_name
 
 __all__ = ["Registry", "ResourceDefinition", "get_registry"]
@@ -96,6 +95,8 @@ class ResourceDefinition:
         self.relationships: RelationshipsCollection = RelationshipsCollection()
         self.id_attribute: str = ""
         self.id_column = None
+        #: ``schema.column_kind`` of the id column
+        self.id_kind: str = "integer"
         self.parse_id: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
         #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
@@ -128,10 +129,11 @@ class ResourceDefinition:
         column = mapper.primary_key[0]
         self.id_column = column
         self.id_attribute = mapper.get_property_by_column(column).key
+        self.id_kind = column_kind(column.type)
         if self.id_format is None:
-            if isinstance(column.type, Integer):
+            if self.id_kind == "integer":
                 self.id_format = "integer"
-            elif isinstance(column.type, Uuid) or (isinstance(column.type, String) and column.type.length == 36):
+            elif self.id_kind == "uuid" or (self.id_kind in ("string", "enum") and column.type.length == 36):
                 self.id_format = "uuid"
             else:
                 self.id_format = "string"

@@ -37,13 +37,12 @@ from pyramid.authorization import ACLHelper, Everyone
 from pyramid.request import Request
 from pyramid.response import FileResponse, Response
 from pyramid.security import NO_PERMISSION_REQUIRED
-from sqlalchemy import inspect
-from sqlalchemy.sql import sqltypes
 
 from .contract import TOTAL_COUNT, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .query import FILTER_OPERATORS
 from .renderer import MEDIA_TYPE
+from .schema import column_kind
 from .security import Permission
 
 __all__ = [
@@ -474,16 +473,11 @@ class _Builder:
         }
 
     def _attribute_schema(self, definition, name: str) -> dict:
-        model = definition.model
-        attribute = definition.entity_attribute(name)
-        column = None
-        prop = inspect(model).attrs.get(attribute)
-        if prop is not None and hasattr(prop, "columns"):
-            column = prop.columns[0]
-        if column is None:
+        field = definition.fields[name]
+        if field.column is None:
             return {}
-        schema = _column_schema(column.type)
-        if column.nullable and "type" in schema:
+        schema = _column_schema(field.column_type)
+        if field.nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
         return schema
 
@@ -772,11 +766,9 @@ class _Builder:
                 continue
             if part == "id":
                 return self._id_schema(current), True, False
-            attribute = current.entity_attribute(part)
-            prop = inspect(current.model).attrs.get(attribute)
-            column_type = prop.columns[0].type if prop is not None and hasattr(prop, "columns") else None
-            schema = _column_schema(column_type) if column_type is not None else {"type": "string"}
-            return schema, False, isinstance(column_type, sqltypes.String)
+            field = current.fields[part]
+            schema = _column_schema(field.column_type) if field.column is not None else {"type": "string"}
+            return schema, False, field.kind in ("string", "enum")
         return {"type": "string"}, False, False
 
     # -- operations -----------------------------------------------------------------------------
@@ -1032,12 +1024,9 @@ def _document_response(type_name: str, schema: str, description: str) -> dict:
 
 
 def members_stay_linked(relationship) -> bool:
-    """A one-to-many whose members' foreign key cannot be NULL: a member cannot be removed."""
-    from sqlalchemy.orm import RelationshipDirection
-
-    prop = relationship.prop
-    return (prop is not None and prop.direction is RelationshipDirection.ONETOMANY
-            and not all(remote.nullable for _local, remote in prop.local_remote_pairs))
+    """A one-to-many whose members' foreign key cannot be NULL: a member cannot be removed
+    (``Relationship.members_stay_linked``)."""
+    return relationship.members_stay_linked
 
 
 def _security(public: bool | None) -> list:
@@ -1071,30 +1060,29 @@ def _instance(schema):
     return schema if isinstance(schema, colander.SchemaNode) else None
 
 
+#: The JSON schema of each ``schema.column_kind`` (strings, enumerations: ``_column_schema``).
+_KIND_SCHEMAS = {
+    "boolean": {"type": "boolean"},
+    "integer": {"type": "integer"},
+    "number": {"type": "number"},
+    "datetime": {"type": "string", "format": "date-time"},
+    "date": {"type": "string", "format": "date"},
+    "time": {"type": "string", "format": "time"},
+    "uuid": {"type": "string", "format": "uuid"},
+}
+
+
 def _column_schema(column_type) -> dict:
-    if isinstance(column_type, sqltypes.Boolean):
-        return {"type": "boolean"}
-    if isinstance(column_type, sqltypes.Integer):
-        return {"type": "integer"}
-    if isinstance(column_type, sqltypes.Numeric):
-        return {"type": "number"}
-    if isinstance(column_type, sqltypes.DateTime):
-        return {"type": "string", "format": "date-time"}
-    if isinstance(column_type, sqltypes.Date):
-        return {"type": "string", "format": "date"}
-    if isinstance(column_type, sqltypes.Time):
-        return {"type": "string", "format": "time"}
-    if isinstance(column_type, sqltypes.Uuid):
-        return {"type": "string", "format": "uuid"}
-    if isinstance(column_type, sqltypes.Enum) and column_type.enums:
+    kind = column_kind(column_type)
+    if kind in _KIND_SCHEMAS:
+        return dict(_KIND_SCHEMAS[kind])
+    if kind == "enum" and column_type.enums:
         return {"type": "string", "enum": list(column_type.enums)}
-    if isinstance(column_type, sqltypes.String):
+    if kind in ("string", "enum"):
         schema = {"type": "string"}
         if getattr(column_type, "length", None):
             schema["maxLength"] = column_type.length
         return schema
-    if isinstance(column_type, sqltypes.JSON):
-        return {}
     return {}
 
 

@@ -29,9 +29,9 @@ from urllib.parse import quote, urlencode
 
 import orjson
 from sqlalchemy import and_, false, or_
-from sqlalchemy.sql import sqltypes
 
 from .errors import BadRequest, error_object
+from .schema import CURSOR_KINDS
 
 __all__ = [
     "ERROR_TYPES",
@@ -57,9 +57,6 @@ ERROR_TYPES = {
 }
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
-# Column types whose values a cursor can carry exactly (Enum is a String).
-_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Date,
-                 sqltypes.DateTime, sqltypes.Time, sqltypes.Uuid)
 
 
 # -- negotiation and errors ------------------------------------------------------------------------
@@ -96,18 +93,13 @@ def max_size_error(parameter: str, maximum: int) -> BadRequest:
 def check_cursor_sort(definition, sort) -> None:
     """Cursor pages sort on the resource's own attributes whose values a cursor can carry; any
     other sort answers the profile's unsupported-sort error (page pagination serves it)."""
-    from sqlalchemy import inspect
-
-    mapper = inspect(definition.model)
     for key in sort:
         name = ".".join(key.path)
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
-        attribute = definition.id_attribute if key.path[0] == "id" else definition.entity_attribute(key.path[0])
-        prop = mapper.attrs.get(attribute)
-        columns = getattr(prop, "columns", ())
-        if len(columns) != 1 or not isinstance(columns[0].type, _CURSOR_TYPES):
+        kind = definition.id_kind if key.path[0] == "id" else definition.fields[key.path[0]].kind
+        if kind not in CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
 

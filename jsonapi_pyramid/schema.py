@@ -86,7 +86,7 @@ def build_fields(model, transformer_class) -> dict[str, Field]:
         fields[name] = Field(
             name=name, key=key, expression=getattr(model, key, None), column=column,
             kind="other" if column is None else column_kind(column.type),
-            nullable=column is None or bool(column.nullable),
+            nullable=column is None or bool(getattr(column, "nullable", True)),
         )
     return fields
 
