@@ -5,12 +5,14 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist
 
-$(STAMP): setup.py
+# The library (setup.py, with its extras) and, apart from it, the repository's applications and
+# tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
+$(STAMP): setup.py examples/setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools<81' wheel
-	$(BIN)/pip install --quiet -e '.[testing]'
+	$(BIN)/pip install --quiet -e '.[testing,postgresql,docs-ui]' -e './examples[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -38,7 +40,7 @@ fuzz: $(STAMP)
 	JSONAPI_FUZZ=1 $(BIN)/pytest -q -s tests/functional/test_openapi.py -k schemathesis $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) var/*.sqlite *.egg-info
+	rm -rf $(VENV) var/*.sqlite *.egg-info build dist
 
 # Benchmarks, by hand only (never part of `make test`): seeds bench/out/, serves the reference
 # service, the ceiling (bench/ceiling.py) and pyramid-jsonapi (bench/.peer-venv) on 127.0.0.1,
@@ -46,3 +48,9 @@ clean:
 # BENCH_SCALE, BENCH_DURATION, BENCH_DATABASE_URL, ...: see bench/run.py.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# The library's sdist and wheel in dist/ (the reference service is not part of them), checked.
+dist: $(STAMP)
+	rm -rf build dist jsonapi_pyramid.egg-info
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/twine check --strict dist/*

@@ -1,52 +1,63 @@
+"""The library's distribution: ``pip install jsonapi_pyramid`` installs ``jsonapi_pyramid`` alone.
+
+The reference service (``jsonapi_blog``) and the repository's own tools are another distribution,
+``examples/setup.py``, which only the repository's Makefile installs (README, "Distribution").
+"""
+import pathlib
+import re
+
 from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).resolve().parent
+# One source of truth for the version: jsonapi_pyramid.__version__ (read, not imported: setup.py
+# must run before the library's dependencies are installed).
+VERSION = re.search(r'^__version__ = "([^"]+)"', (HERE / "jsonapi_pyramid" / "__init__.py").read_text(), re.M)[1]
 
 requires = [
     "pyramid>=2.0,<3",
     # Pyramid 2.1 imports pkg_resources at run time; setuptools 82 and later no longer ship it.
     "setuptools>=61,<81",
-    "waitress>=3",
     "SQLAlchemy>=2.0,<3",
     "zope.sqlalchemy>=3",
     "pyramid_tm>=2.5",
     "pyramid_retry>=2.1",
     "transaction>=4",
     "colander>=2",
-    "alembic>=1.13",
     "orjson>=3.9",
-    "psycopg[binary]>=3.1",
-    # Password hashing for the reference service (argon2id: the OWASP recommendation).
-    "argon2-cffi>=23",
-    # Swagger UI's files for the /api/docs page, served by the service itself (no CDN).
-    "swagger-ui-py>=25",
 ]
 
-tests_require = [
-    "pytest>=8",
-    "WebTest>=3",
-    "jsonschema>=4.20",
-    "hypothesis>=6",
-    "openapi-spec-validator>=0.7",
-    "schemathesis>=4,<5",
-]
+extras = {
+    # The PostgreSQL driver (psycopg 3, with its binary build): sqlalchemy.url = postgresql+psycopg://...
+    "postgresql": ["psycopg[binary]>=3.1"],
+    # Swagger UI's files for the /api/docs page, served by the application itself (no CDN).
+    "docs-ui": ["swagger-ui-py>=25"],
+    # What an application's own test suite needs to test its API (WebTest, the JSON:API schema check).
+    "testing": ["pytest>=8", "WebTest>=3", "jsonschema>=4.20"],
+}
 
 setup(
     name="jsonapi_pyramid",
-    version="0.1.0",
+    version=VERSION,
     description="JSON:API 1.1 resources for Pyramid applications over SQLAlchemy models",
-    long_description=open("README.md").read(),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    packages=find_packages(exclude=["tests", "tests.*", "bench", "bench.*"]),
-    include_package_data=True,
-    package_data={"jsonapi_blog": ["migrations/*.py", "migrations/versions/*.py", "migrations/script.py.mako"]},
+    classifiers=[
+        "Development Status :: 4 - Beta",
+        "Framework :: Pyramid",
+        "Intended Audience :: Developers",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Topic :: Internet :: WWW/HTTP :: WSGI :: Application",
+        "Typing :: Typed",
+    ],
+    packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),
+    package_data={"jsonapi_pyramid": ["py.typed"]},
     zip_safe=False,
     python_requires=">=3.11",
     install_requires=requires,
-    extras_require={"testing": tests_require},
+    extras_require=extras,
     entry_points={
-        "paste.app_factory": ["main = jsonapi_blog:main"],
-        "paste.server_runner": ["waitress = jsonapi_blog.server:serve"],
         "console_scripts": [
-            "jsonapi-pyramid-initdb = jsonapi_blog.initdb:main",
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
         ],
     },

@@ -102,7 +102,7 @@ def seed() -> str:
     """A fresh database with the demo accounts and ``--scale SCALE`` articles; returns its URL."""
     OUT.mkdir(parents=True, exist_ok=True)
     ini = OUT / "bench.ini"
-    ini.write_text("[app:main]\nuse = egg:jsonapi_pyramid\n\n[loggers]\nkeys = root\n\n[handlers]\nkeys = console\n\n"
+    ini.write_text("[app:main]\nuse = egg:jsonapi_blog\n\n[loggers]\nkeys = root\n\n[handlers]\nkeys = console\n\n"
                    "[formatters]\nkeys = generic\n\n[logger_root]\nlevel = WARN\nhandlers = console\n\n"
                    "[handler_console]\nclass = StreamHandler\nargs = (sys.stderr,)\nlevel = NOTSET\nformatter = generic\n\n"
                    "[formatter_generic]\nformat = %(levelname)s %(message)s\n")

@@ -30,6 +30,8 @@ from .security import Permission
 from .transformer import Transformer
 from .writes import add_write_check
 
+__version__ = "0.1.0"
+
 __all__ = [
     "BadRequest",
     "Conflict",

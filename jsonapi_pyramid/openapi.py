@@ -16,7 +16,8 @@ The document is derived, never written by hand, so it cannot drift from what the
 
 ``get_document(registry)`` builds it once, when the configuration commits, and keeps it on the
 jsonapi registry. ``GET /<api>/openapi.json`` serves it; ``GET /<api>/docs`` renders it with
-Swagger UI, whose assets come from the ``swagger-ui-py`` package and are served by the service
+Swagger UI, whose assets come from the optional ``swagger-ui-py`` package (``jsonapi_pyramid[docs-ui]``;
+without it the page says what is missing and links the document) and are served by the service
 itself (the page fetches nothing from outside). ``jsonapi-pyramid-openapi INI`` prints it.
 
 Descriptions: a resource's ``description=`` (default: the model's docstring) describes its tag; a
@@ -1088,11 +1089,24 @@ def _column_schema(column_type) -> dict:
 
 # -- views -------------------------------------------------------------------------------------
 
-def _swagger_ui_dir() -> pathlib.Path:
+def _swagger_ui_dir() -> pathlib.Path | None:
+    """Swagger UI's files, from the optional ``swagger-ui-py`` (``jsonapi_pyramid[docs-ui]``)."""
     spec = importlib.util.find_spec("swagger_ui")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("swagger-ui-py is not installed (it is a dependency of jsonapi_pyramid)")
+        return None
     return pathlib.Path(list(spec.submodule_search_locations)[0]) / "static"
+
+
+_NO_UI_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>{title} reference</title></head>
+<body>
+<p>The API reference page needs Swagger UI's files, which are not installed:
+<code>pip install 'jsonapi_pyramid[docs-ui]'</code>.</p>
+<p>The OpenAPI document itself: <a href="{document}">{document}</a>.</p>
+</body>
+</html>
+"""
 
 
 _PAGE = """<!DOCTYPE html>
@@ -1129,17 +1143,21 @@ def document_view(context, request):
 
 def docs_view(context, request):
     """``GET /<api>/docs``: the Swagger UI page; ``/<api>/docs/<asset>``: its files."""
+    static = _swagger_ui_dir()
     if request.subpath:
         name = "/".join(request.subpath)
-        if name not in _ASSETS:
+        if name not in _ASSETS or static is None:
             raise NotFound(f"No documentation asset {name!r}.")
-        response = FileResponse(str(_swagger_ui_dir() / name), request=request, cache_max_age=86400,
+        response = FileResponse(str(static / name), request=request, cache_max_age=86400,
                                 content_type=_ASSETS[name])
         return response
     document = get_document(request.registry)
-    assets = request.resource_path(context, DOCS_VIEW)
-    page = _PAGE.format(title=_html(document["info"]["title"]), assets=assets,
-                        document=request.resource_path(context, DOCUMENT_VIEW))
+    title = _html(document["info"]["title"])
+    document_path = request.resource_path(context, DOCUMENT_VIEW)
+    if static is None:  # without the docs-ui extra: say what is missing, link the document itself
+        page = _NO_UI_PAGE.format(title=title, document=document_path)
+    else:
+        page = _PAGE.format(title=title, assets=request.resource_path(context, DOCS_VIEW), document=document_path)
     return Response(page, content_type="text/html", charset="utf-8")
 
 

@@ -10,7 +10,7 @@ from jsonapi_blog.models import Article, Comment, Tag, User, article_tags
 def test_cli_migrates_and_loads_demo_once(tmp_path, capsys):
     database = tmp_path / "blog.sqlite"
     ini = tmp_path / "test.ini"
-    ini.write_text(f"[app:main]\nuse = egg:jsonapi_pyramid\nsqlalchemy.url = sqlite:///{database}\n")
+    ini.write_text(f"[app:main]\nuse = egg:jsonapi_blog\nsqlalchemy.url = sqlite:///{database}\n")
     assert initdb.main([str(ini), "--demo", "--scale", "30"]) == 0
     assert "demo data loaded" in capsys.readouterr().out
     assert initdb.main([str(ini), "--demo"]) == 0

@@ -311,7 +311,7 @@ def test_docs_page_and_assets_are_served_by_the_service(api):
 
 def test_command_line_prints_the_document(tmp_path, capsys, database_url, wsgi_app):
     ini = tmp_path / "app.ini"
-    ini.write_text(f"[app:main]\nuse = egg:jsonapi_pyramid\nsqlalchemy.url = {database_url}\n")
+    ini.write_text(f"[app:main]\nuse = egg:jsonapi_blog\nsqlalchemy.url = {database_url}\n")
     os.environ.pop("DATABASE_URL", None)
     assert openapi.main([str(ini)]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -1,0 +1,59 @@
+"""The repository's applications and tools, never part of the library's distribution.
+
+``jsonapi_blog`` (the reference service) with its entry points (``egg:jsonapi_blog`` in the ini
+files, ``jsonapi-pyramid-initdb``) and its own dependencies (argon2-cffi, alembic, waitress), plus
+what the repository's test suite, docs and lint gates need (extra ``dev``). The Makefile installs
+it next to the library (``pip install -e . -e ./examples[dev]``); a user who installs
+``jsonapi_pyramid`` gets none of it.
+
+The packages stay where they are, at the repository's root: this file only lives apart so that the
+root's ``setup.py`` builds the library alone.
+"""
+import pathlib
+
+from setuptools import find_packages, setup
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Every top-level package of the repository except the library itself and the test/bench trees:
+# the reference blog and any other example application added next to it.
+PACKAGES = find_packages(where=str(ROOT), exclude=["jsonapi_pyramid", "jsonapi_pyramid.*", "tests", "tests.*",
+                                                   "bench", "bench.*", "docs", "docs.*", "examples", "examples.*"])
+
+requires = [
+    "jsonapi_pyramid[postgresql,docs-ui]",
+    "waitress>=3",
+    "alembic>=1.13",
+    # Password hashing for the reference service (argon2id: the OWASP recommendation).
+    "argon2-cffi>=23",
+]
+
+dev = [
+    "jsonapi_pyramid[testing]",
+    "pytest>=8",
+    "WebTest>=3",
+    "jsonschema>=4.20",
+    "hypothesis>=6",
+    "openapi-spec-validator>=0.7",
+    "schemathesis>=4,<5",
+    # The distribution test: builds the library's wheel and sdist and checks them.
+    "build>=1",
+    "twine>=5",
+]
+
+setup(
+    name="jsonapi_blog",
+    version="0",
+    description="The reference service of jsonapi_pyramid and the repository's tools (not published)",
+    package_dir={"": ".."},
+    packages=PACKAGES,
+    package_data={"jsonapi_blog": ["migrations/*.py", "migrations/versions/*.py", "migrations/script.py.mako"]},
+    zip_safe=False,
+    python_requires=">=3.11",
+    install_requires=requires,
+    extras_require={"dev": dev},
+    entry_points={
+        "paste.app_factory": ["main = jsonapi_blog:main"],
+        "paste.server_runner": ["waitress = jsonapi_blog.server:serve"],
+        "console_scripts": ["jsonapi-pyramid-initdb = jsonapi_blog.initdb:main"],
+    },
+)
