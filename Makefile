@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist cluster cluster-down cluster-test
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -48,6 +48,25 @@ clean:
 # BENCH_SCALE, BENCH_DURATION, BENCH_DATABASE_URL, ...: see bench/run.py.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# A PostgreSQL 15 cluster on this machine (README, "Deployment"): etcd, three Patroni nodes,
+# HAProxy and two `pserve production.ini` processes, all on 127.0.0.1, data in $(CLUSTER_DIR)
+# (installs patroni, etcd-server, haproxy and postgresql-15 with apt-get when missing).
+CLUSTER_DIR ?= /tmp/jsonapi-cluster
+export CLUSTER_DIR
+cluster: $(STAMP)
+	$(PYTHON) cluster/ctl.py up
+
+cluster-down:
+	$(PYTHON) cluster/ctl.py down
+
+# The proofs (failover, no acknowledged write lost, read-your-writes, the load balancer) on a
+# cluster of their own: up, prove, down (also when a proof fails).
+cluster-test: $(STAMP)
+	$(PYTHON) cluster/ctl.py down
+	$(PYTHON) cluster/ctl.py up
+	$(BIN)/pytest -p no:cacheprovider -q cluster/test_cluster.py $(PYTEST_ARGS); status=$$?; \
+	  $(PYTHON) cluster/ctl.py down; exit $$status
 
 # The library's sdist and wheel in dist/ (the reference service is not part of them), checked.
 dist: $(STAMP)

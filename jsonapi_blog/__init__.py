@@ -21,11 +21,14 @@ def database_url(settings) -> str:
 def main(global_config, **settings):
     """The paste entry point that ``pserve`` runs.
 
-    Secrets come from the environment, never from the ini file: ``DATABASE_URL``, and
+    Secrets come from the environment, never from the ini file: ``DATABASE_URL`` (the primary),
+    ``DATABASE_READ_URL`` (optional: streaming replicas for GET and HEAD, ``db.read_url``), and
     ``JSONAPI_CURSOR_SECRET`` (overrides ``jsonapi.cursor_secret``: the key that signs pagination
     cursors; give every process the same one, or a cursor made by one process is refused by another).
     """
     settings["sqlalchemy.url"] = database_url(settings)
+    if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (README, "Deployment")
+        settings["db.read_url"] = os.environ["DATABASE_READ_URL"]
     if os.environ.get("JSONAPI_CURSOR_SECRET"):
         settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]
     with Configurator(settings=settings) as config:

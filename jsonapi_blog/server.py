@@ -1,18 +1,102 @@
-"""A waitress runner whose ``listen`` may name ``%(http_port)s``, defaulting to 6543.
+"""The waitress runner of ``production.ini``: ``listen`` may name ``%(http_port)s`` (default 6543),
+and SIGTERM drains the process instead of killing it.
 
 PasteDeploy lets a file's ``[DEFAULT]`` win over ``pserve ... http_port=NNNN``, so the port cannot
 have a default in the ini itself. The ini escapes the placeholder (``%%(http_port)s``); this
 runner fills it from the command line's variables, or with 6543.
+
+**SIGTERM.** Waitress itself installs no handler: SIGTERM ends the process at once and every
+request in flight is cut (its client sees the connection close without an answer). Here SIGTERM
+drains instead (README, "Deployment"):
+
+1. ``/health`` answers 503 ``{"status": "draining"}`` at once, so a load balancer that checks it
+   takes the process out of service; requests still arriving are served as usual;
+2. after ``drain_grace`` seconds (default 2: a few of the balancer's check intervals) the
+   listening socket is closed: new connections are refused, which a balancer retries on another
+   process (nothing reached this one);
+3. the process exits once no request is in flight and every answer is written, or after
+   ``drain_timeout`` seconds (default 30) at the latest.
 """
 from __future__ import annotations
 
+import logging
+import signal
+import threading
+import time
+
 from waitress import serve_paste
+from waitress.server import BaseWSGIServer, create_server
 
 DEFAULT_PORT = "6543"
+log = logging.getLogger(__name__)
 
 
 def serve(app, global_conf, **settings):
     listen = settings.get("listen")
     if listen and "%(" in listen:
         settings["listen"] = listen % {"http_port": global_conf.get("http_port", DEFAULT_PORT)}
-    return serve_paste(app, global_conf, **settings)
+    grace = float(settings.pop("drain_grace", 2))
+    timeout = float(settings.pop("drain_timeout", 30))
+    drain = Drain(app)
+    server = create_server(drain, **settings)
+    if not isinstance(server, BaseWSGIServer):  # several listening sockets: waitress's own loop
+        return serve_paste(app, global_conf, **settings)
+    logging.basicConfig()
+    server.print_listen("Serving on http://{}:{}")
+    signal.signal(signal.SIGTERM, drain.begin)
+    drain.run(server, grace, timeout)
+    return 0
+
+
+class Drain:
+    """WSGI middleware counting requests in flight; answers ``/health`` with 503 once draining."""
+
+    def __init__(self, app):
+        self.app = app
+        self.since: float | None = None
+        self.in_flight = 0
+        self._lock = threading.Lock()
+
+    def begin(self, _signum=None, _frame=None) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            log.warning("SIGTERM: draining (health answers 503; in flight: %d)", self.in_flight)
+
+    def __call__(self, environ, start_response):
+        if self.since is not None and environ.get("PATH_INFO") == "/health":
+            start_response("503 Service Unavailable", [("Content-Type", "application/json"),
+                                                       ("Retry-After", "5"), ("Cache-Control", "no-store")])
+            return [b'{"status": "draining"}']
+        with self._lock:
+            self.in_flight += 1
+        try:
+            return self.app(environ, start_response)  # Pyramid's body is complete when it returns
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def run(self, server: BaseWSGIServer, grace: float, timeout: float) -> None:
+        """Waitress's main loop, one poll at a time, until drained."""
+        listening = True
+        while True:
+            server.asyncore.loop(timeout=server.adj.asyncore_loop_timeout, map=server._map,
+                                 use_poll=server.adj.asyncore_use_poll, count=1)
+            if self.since is None:
+                continue
+            elapsed = time.monotonic() - self.since
+            if listening and elapsed >= grace:
+                # Only the listening socket: the channels and the trigger keep working.
+                server.accepting = False
+                server.del_channel()
+                server.socket.close()
+                listening = False
+            if not listening and (self._drained(server) or elapsed >= grace + timeout):
+                break
+        if not self._drained(server):
+            log.warning("drain timeout: %d request(s) still in flight", self.in_flight)
+        server.task_dispatcher.shutdown(timeout=1)
+        log.warning("drained: exiting")
+
+    def _drained(self, server: BaseWSGIServer) -> bool:
+        channels = [c for c in list(server._map.values()) if hasattr(c, "total_outbufs_len")]
+        return self.in_flight == 0 and not any(c.total_outbufs_len or c.requests for c in channels)

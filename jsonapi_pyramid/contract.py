@@ -97,7 +97,9 @@ class ResourceDefinition:
         self.id_column = None
         #: ``schema.column_kind`` of the id column
         self.id_kind: str = "integer"
-        self.parse_id: Callable[[str], Any] = _parse_int
+        #: the id's value from a string, by the id's type, forgiving spelling (filter values);
+        #: ``parse_id`` is the strict rule for ids that name a resource
+        self.parse_id_value: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
         #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
@@ -137,7 +139,7 @@ class ResourceDefinition:
                 self.id_format = "uuid"
             else:
                 self.id_format = "string"
-        self.parse_id = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
+        self.parse_id_value = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
 
         factory = getattr(model, "transformer", None)
         if factory is None:
@@ -237,8 +239,26 @@ class ResourceDefinition:
         return transformer
 
     def identity(self, entity) -> str:
-        """The resource ``id`` of ``entity``, as a string."""
-        return str(getattr(entity, self.id_attribute))
+        """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
+        return self.format_id(getattr(entity, self.id_attribute))
+
+    def format_id(self, value) -> str:
+        """The canonical spelling of the database id ``value``: the string the server gives out."""
+        return str(value)
+
+    def parse_id(self, raw: str):
+        """The database value of the resource id ``raw``; ``ValueError`` unless ``raw`` is spelled
+        exactly as the server gives ids out (CONTRACT section 6: ``"6"``, never ``"06"``, ``"+6"``,
+        ``" 6"``, ``"6.0"`` or full-width digits; a UUID in lower case with dashes, never upper
+        case, without dashes or in braces). The one rule for every id a client sends: URL ids in
+        traversal (a miss: 404), ``data.id`` and linkage identifiers. (Filter values are values of
+        the id's type, compared by value like every typed filter value: ``parse_id_value``.)"""
+        if not isinstance(raw, str):
+            raise TypeError(raw)
+        value = self.parse_id_value(raw)
+        if self.format_id(value) != raw:
+            raise ValueError(raw)
+        return value
 
     def entity_attribute(self, name: str) -> str:
         """The entity attribute behind the JSON name ``name`` (``Transformer.entity_attribute``)."""

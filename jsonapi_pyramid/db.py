@@ -15,6 +15,9 @@ transaction each time):
   back; unique and foreign key violations (23505, 23503), which a concurrent writer causes when
   it wins a race: the next attempt sees its row and answers as if the requests had come one after
   the other; a flush that found rows changed by a concurrent writer (``StaleDataError``);
+* ``read only transaction`` (25006): the statement went to a server that is no longer the
+  primary (a failover demoted it); the server refused it, so nothing was applied. The connection
+  is treated as lost, which empties the pool of connections made before the switch;
 * lost or refused connections (SQLSTATE classes 08 and 57P, and driver errors without a
   SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
   and repeating a create could apply it twice.
@@ -23,8 +26,9 @@ The last attempt's error is rendered: 409 for a constraint, 503 with ``Retry-Aft
 unavailable database (``errors.py``).
 
 ``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
-``{"status": "ok", "database": "ok"}`` when ``SELECT 1`` works and 503 otherwise, as
-``application/json``, for load balancers and orchestrators.
+``{"status": "ok", "database": "ok", "writable": true}`` when the database answers (``writable``:
+false when it is a read-only standby) and 503 otherwise, as ``application/json``, for load
+balancers and orchestrators. With ``db.read_url`` (``replicas.py``) it also reports ``replica``.
 """
 from __future__ import annotations
 
@@ -43,16 +47,20 @@ from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
+from . import replicas
+
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_transient_error"]
 
 log = logging.getLogger(__name__)
 
+_READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
 #: SQLSTATEs of errors that say nothing about the request itself: 40 = transaction rollback
 #: (40001 serialization failure, 40P01 deadlock); 23505 unique and 23503 foreign key violation
 #: (a concurrent writer won the race: run again, the request sees the winner's row and answers
-#: as it would have one after the other; 409 after the last attempt), 08 = connection exception,
+#: as it would have one after the other; 409 after the last attempt), 25006 read-only transaction
+#: (a write reached a demoted primary, which refused it), 08 = connection exception,
 #: 57P = operator intervention (57P01 admin shutdown / pg_terminate_backend, 57P03 cannot connect now).
-_ROLLED_BACK = ("40", "23505", "23503")
+_ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
 _FLUSHED = "jsonapi.flushed"
@@ -68,13 +76,24 @@ def get_engine(settings, prefix: str = "sqlalchemy."):
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 
+    else:
+        event.listen(engine, "handle_error", _standby_is_a_lost_connection)
     return engine
+
+
+def _standby_is_a_lost_connection(context) -> None:
+    # After a failover, pooled connections to the demoted primary answer every write with 25006:
+    # treating it as a disconnect makes SQLAlchemy discard them all, so the retry reconnects to
+    # the new primary.
+    if getattr(context.original_exception, "sqlstate", None) == _READ_ONLY:
+        context.is_disconnect = True
 
 
 def get_session_factory(engine):
     factory = sessionmaker(bind=engine)
     event.listen(factory, "before_commit", _note_commit_started)
     event.listen(factory, "after_flush", _note_flush)
+    event.listen(factory, "after_commit", replicas.note_commit)
     return factory
 
 
@@ -148,20 +167,30 @@ def _mark(request, exc) -> None:
 
 
 def health_view(request):
-    """``GET /health``: whether the database answers ``SELECT 1`` (200 or 503), as plain JSON."""
-    engine = request.registry["db.engine"]
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
-        log.warning("health check: database unavailable: %s", exc.__class__.__name__)
+    """``GET /health``: whether the database answers and takes writes (200 or 503), as plain JSON."""
+    writable = _writable(request.registry["db.engine"])
+    if writable is None:
         body, status, headers = {"status": "unavailable", "database": "unavailable"}, 503, {"Retry-After": "5"}
     else:
-        body, status, headers = {"status": "ok", "database": "ok"}, 200, {}
+        body, status, headers = {"status": "ok", "database": "ok", "writable": writable}, 200, {}
+    read_engine = request.registry.get("db.read_engine")
+    if read_engine is not None:
+        body["replica"] = "unavailable" if _writable(read_engine) is None else "ok"
     response = Response(status=status, body=orjson.dumps(body), content_type="application/json", charset=None)
     response.headers.update(headers)
     response.cache_control = "no-store"
     return response
+
+
+def _writable(engine) -> bool | None:
+    """Whether ``engine``'s database takes writes; None when it does not answer. One statement."""
+    query = "SELECT NOT pg_is_in_recovery()" if engine.dialect.name == "postgresql" else "SELECT 1"
+    try:
+        with engine.connect() as connection:
+            return bool(connection.execute(text(query)).scalar())
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
+        log.warning("health check: database unavailable (%s): %s", engine.url.host, exc.__class__.__name__)
+        return None
 
 
 SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
@@ -178,7 +207,9 @@ def read_session(session_factory, request):
     """The session of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): closed, which
     rolls its database transaction back, when the request is finished. Changes a read flushed are
     rolled back too, with a warning: writes belong to POST, PATCH and DELETE."""
-    session = session_factory(info={"request": request})
+    connection = _replica_connection(request)
+    bind = {} if connection is None else {"bind": connection}
+    session = session_factory(info={"request": request}, **bind)
 
     def close(request):
         if session.info.get(_FLUSHED):
@@ -190,9 +221,19 @@ def read_session(session_factory, request):
             log.info("closing a read's session failed (%s): its connection is discarded", exc.__class__.__name__)
             with contextlib.suppress(Exception):
                 session.invalidate()
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
 
     request.add_finished_callback(close)
     return session
+
+
+def _replica_connection(request):
+    read_engine = request.registry.get("db.read_engine")
+    if read_engine is None:
+        return None
+    return replicas.read_connection(request, read_engine, request.registry["db.read_wait"])
 
 
 def _note_flush(session, _flush_context) -> None:
@@ -233,6 +274,11 @@ def includeme(config):
     config.include("pyramid_retry")
     config.add_tween("jsonapi_pyramid.db.transient_error_tween_factory", over="pyramid_tm.tm_tween_factory")
     engine = get_engine(settings)
+    read_engine = replicas.read_engine(settings)
+    if read_engine is not None:  # reads on replicas (replicas.py)
+        config.registry["db.read_engine"] = read_engine
+        config.registry["db.read_wait"] = float(settings.get("db.read_wait", 0.5))
+        config.add_tween("jsonapi_pyramid.replicas.position_tween_factory", over="pyramid_tm.tm_tween_factory")
     session_factory = get_session_factory(engine)
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory

@@ -279,10 +279,10 @@ def _terminal(definition, path):
         if relationship is not None:
             current = relationship.target_definition
             if index == len(path) - 1:
-                return current.id_kind, current.id_column.type, current.parse_id
+                return current.id_kind, current.id_column.type, current.parse_id_value
             continue
         if part == "id":
-            return current.id_kind, current.id_column.type, current.parse_id
+            return current.id_kind, current.id_column.type, current.parse_id_value
         field = current.fields[part]
         return field.kind, field.column_type, None
     raise AssertionError(path)  # declarations are checked at start-up

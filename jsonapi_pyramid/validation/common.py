@@ -49,7 +49,8 @@ def _check_type(definition, data: dict, pointer: str, failures: Failures, expect
 
 
 def _parse(definition, raw):
-    """The database value of the string id ``raw``, or None when it is not a well-formed id."""
+    """The database value of the string id ``raw``, or None when it is not a well-formed id in
+    its canonical spelling (``ResourceDefinition.parse_id``)."""
     if not isinstance(raw, str):
         return None
     try:

@@ -65,8 +65,8 @@ def _check_update_id(definition, data: dict, entity, failures: Failures) -> None
     if "id" not in data:
         failures.add("/data/id", "data.id is required on update.")
         return
-    sent = data["id"]
-    if not isinstance(sent, str) or _parse(definition, sent) != getattr(entity, definition.id_attribute):
+    # Compared as strings (CONTRACT section 6): "026" does not name the resource "26".
+    if data["id"] != url_id:
         failures.add("/data/id", f"data.id must equal the id in the URL ({url_id!r}).")
 
 
@@ -79,7 +79,8 @@ def _client_id(definition, data: dict, failures: Failures):
         raise Forbidden(f"{definition.type} resources do not accept client-generated ids.", pointer="/data/id")
     parsed = _parse(definition, data["id"])
     if parsed is None:
-        failures.add("/data/id", f"data.id must be a {definition.id_format} string, not {data['id']!r}.")
+        failures.add("/data/id", f"data.id must be a {definition.id_format} id in its canonical spelling, "
+                                 f"not {data['id']!r}.")
     return parsed
 
 

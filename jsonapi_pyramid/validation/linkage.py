@@ -107,7 +107,11 @@ def _resolve(request, target, linkage, failures: Failures):
     entities, missing = [], False
     for pointer, raw, parsed in wanted:
         entity = found.get(parsed)
-        if entity is None:
+        if parsed is None:
+            failures.add(pointer, f"{str(raw)!r} is not a {target.type} id: ids are compared as the exact "
+                                  "strings the server gives out.")
+            missing = True
+        elif entity is None:
             failures.add(pointer, f"There is no {target.type} resource with id {str(raw)!r}.")
             missing = True
         elif entity not in entities:

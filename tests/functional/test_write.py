@@ -631,9 +631,10 @@ def test_resource_update_with_relationships_runs_a_fixed_number_of_statements(se
 def test_to_one_linkage_to_uuid_resources(send, blog, db):
     profile = db.scalar(select(UserProfile).where(UserProfile.user_id == blog["alice"].id))
     url = f"/api/users/{blog['bob'].id}/relationships/profile"
-    for bad in ("not-a-uuid", str(uuid.uuid4())):
+    # ids are exact strings (CONTRACT section 6): another spelling of the profile's id is not its id
+    for bad in ("not-a-uuid", str(uuid.uuid4()), profile.id.upper(), f"{{{profile.id}}}"):
         assert_validation_error(send("patch", url, {"data": identifier("userProfiles", bad)}, 422), "/data")
-    send("patch", url, {"data": identifier("userProfiles", profile.id.upper())}, 204)  # ids are normalised
+    send("patch", url, {"data": identifier("userProfiles", profile.id)}, 204)
     db.expire_all()
     assert db.get(UserProfile, profile.id).user_id == blog["bob"].id
 

@@ -45,9 +45,10 @@ def test_health_answers_ok_when_the_database_answers(api, count_statements):
         response = api.get("/health", headers={"Accept": "text/html"})  # outside /api: no negotiation
     assert response.status_int == 200
     assert response.content_type == "application/json"
-    assert response.json == {"status": "ok", "database": "ok"}
+    assert response.json == {"status": "ok", "database": "ok", "writable": True}
     assert response.headers["Cache-Control"] == "no-store"
-    assert statements == ["SELECT 1"]
+    postgresql = api.app.registry["db.engine"].dialect.name == "postgresql"
+    assert statements == ["SELECT NOT pg_is_in_recovery()" if postgresql else "SELECT 1"]
 
 
 def test_health_is_503_when_the_database_does_not_answer():

@@ -1,0 +1,376 @@
+"""The cluster proofs (`make cluster-test`, on the cluster `cluster/ctl.py up` started).
+
+Every request goes through HAProxy's application port to the two `pserve production.ini`
+processes, which reach PostgreSQL through HAProxy's primary and replica ports (Patroni's REST
+checks). Figures are printed (pytest -s) and written to ``$CLUSTER_DIR/figures.json``.
+
+* reads go to a replica: statements counted per server (pg_stat_statements on each node);
+* failover: the primary's postmaster is killed with SIGKILL under a load of writers and readers:
+  503 with Retry-After (never another 5xx, never an answer slower than the pool timeout), then
+  success again, with no application process restarted;
+* no acknowledged write lost: every create and update that got a 2xx is read back after the
+  failover, none missing, none doubled;
+* read-your-writes with replicas delayed by ``recovery_min_apply_delay``;
+* the load balancer: a process that stops answering is taken out and put back; a process stopped
+  with SIGTERM drains with no failed request.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pathlib
+import re
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "production")]
+import ctl  # noqa: E402
+from prodtools import call, make_account  # noqa: E402
+
+from jsonapi_pyramid.replicas import POSITION_COOKIE, POSITION_HEADER  # noqa: E402
+
+API = ctl.URL + "/api"
+WRITERS, READERS = 4, 2
+#: production.ini's pool_timeout (10 s) + connect_timeout (3 s): no answer may take longer.
+SLOWEST_ANSWER = 13.0
+FIGURES: dict = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster_running():
+    if not ctl.healthy():
+        pytest.fail("no healthy cluster: run `make cluster` first (or `make cluster-test`)")
+    yield
+    (ctl.DIR / "figures.json").write_text(json.dumps(FIGURES, indent=2))
+    print("\nfigures:", json.dumps(FIGURES, indent=2))
+
+
+@pytest.fixture(scope="module")
+def primary_engine():
+    engine = create_engine(ctl.database_url(ctl.PRIMARY_PORT).replace("connect_timeout=3", "connect_timeout=10"),
+                           pool_pre_ping=True)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def headers(primary_engine):
+    with Session(primary_engine) as session:
+        _user, authorization = make_account(session, f"writer-{time.time_ns()}@example.com")
+    return authorization
+
+
+def article(title: str) -> dict:
+    return {"data": {"type": "articles", "attributes": {"title": title, "status": "published"}}}
+
+
+def statements_per_node(pattern: str = "%FROM articles%") -> dict[str, int]:
+    """pg_stat_statements calls of statements matching ``pattern`` in the blog database, per node."""
+    counts = {}
+    for name, node in ctl.NODES.items():
+        try:
+            counts[name] = int(ctl.psql(node["pg"], "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
+                                        f"JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '{ctl.DATABASE}' "
+                                        f"AND s.query LIKE '{pattern}'", ctl.DATABASE))
+        except Exception:  # noqa: BLE001 - a node being rebuilt counts nothing
+            counts[name] = 0
+    return counts
+
+
+def delta(before: dict, after: dict) -> dict:
+    return {name: after[name] - before[name] for name in after}
+
+
+# -- reads on replicas --------------------------------------------------------------------------------
+
+def test_reads_run_on_the_replicas_and_writes_on_the_primary(headers):
+    leader = ctl.leader()
+    before = statements_per_node()
+    for _ in range(20):
+        status, _h, _body = call("GET", API + "/articles?page[size]=5")
+        assert status == 200
+    after = statements_per_node()
+    reads = delta(before, after)
+    FIGURES["reads_per_node_for_20_lists"] = reads
+    assert reads[leader] == 0, reads
+    assert sum(reads.values()) >= 20  # one statement for the page each (more for includes: none here)
+
+    before = statements_per_node("INSERT INTO articles%")
+    status, _h, _body = call("POST", API + "/articles", article("on the primary"), headers=headers)
+    assert status == 201
+    writes = delta(before, statements_per_node("INSERT INTO articles%"))
+    FIGURES["inserts_per_node_for_1_create"] = writes
+    assert writes == {name: 1 if name == leader else 0 for name in ctl.NODES}
+
+
+# -- failover and no acknowledged write lost -------------------------------------------------------------
+
+class Load:
+    """Writers (creates, and updates of one article each) and readers, until stopped."""
+
+    def __init__(self, headers, counters: dict[int, str]):
+        self.headers, self.counters = headers, counters
+        self.answers: list[tuple[float, float, str, int, dict]] = []  # started, finished, kind, status, headers
+        self.created: list[str] = []  # titles acknowledged with 201
+        self.updated: dict[int, int] = {}  # writer -> last version acknowledged with 200
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._write, args=(w,)) for w in range(WRITERS)]
+        self._threads += [threading.Thread(target=self._read) for _ in range(READERS)]
+
+    def _call(self, kind, method, url, body=None):
+        started = time.monotonic()
+        try:
+            status, headers, _body = call(method, url, body, headers=self.headers, timeout=60)
+        except OSError:
+            status, headers = 0, {}
+        with self._lock:
+            self.answers.append((started, time.monotonic(), kind, status, headers))
+        return status
+
+    def _write(self, writer: int):
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            title = f"load-{writer}-{n}-{time.time_ns()}"
+            if self._call("create", "POST", API + "/articles", article(title)) == 201:
+                with self._lock:
+                    self.created.append(title)
+            body = {"data": {"type": "articles", "id": self.counters[writer], "attributes": {"title": f"v{n}"}}}
+            if self._call("update", "PATCH", f"{API}/articles/{self.counters[writer]}", body) == 200:
+                with self._lock:
+                    self.updated[writer] = n
+
+    def _read(self):
+        while not self._stop.is_set():
+            self._call("read", "GET", API + "/articles?page[size]=5&sort=-createdAt")
+
+    def __enter__(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(120)
+
+
+def postmaster_pid(node: str) -> int:
+    return int((ctl.DIR / node / "data" / "postmaster.pid").read_text().split()[0])
+
+
+def retried_requests(since: float) -> int:
+    """Access lines with attempts > 1 written by the application processes after ``since``."""
+    count = 0
+    for name in ("app1", "app2"):
+        for line in (ctl.DIR / f"{name}.log").read_text(errors="replace").splitlines():
+            match = re.search(r"attempts=(\d+)", line)
+            if match and int(match.group(1)) > 1 and _stamp(line) >= since:
+                count += 1
+    return count
+
+
+def _stamp(line: str) -> float:
+    try:
+        return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return 0.0
+
+
+def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine):
+    counters = {}
+    for writer in range(WRITERS):
+        status, _h, body = call("POST", API + "/articles", article("v0"), headers=headers)
+        assert status == 201
+        counters[writer] = body["data"]["id"]
+    apps_before = {name: ctl.pid_of(name) for name in ("app1", "app2")}
+    old_leader = ctl.leader()
+    wall_start = time.time()
+
+    with Load(headers, counters) as load:
+        time.sleep(3)
+        killed_at = time.monotonic()
+        os.kill(postmaster_pid(old_leader), signal.SIGKILL)
+        new_leader = ctl.wait_for("a new leader", lambda: (l := ctl.leader()) and l != old_leader and l,
+                                  timeout=90, interval=0.2)
+        promoted_at = time.monotonic()
+        # Load continues until writes have succeeded for a while on the new primary.
+        ctl.wait_for("writes to succeed again", lambda: _writes_ok_since(load, promoted_at, 20), timeout=90)
+        time.sleep(2)
+
+    answers = sorted(load.answers)
+    statuses = collections.Counter(status for *_x, status, _h in answers)
+    failures = [a for a in answers if not 200 <= a[3] < 300]
+    after_kill = [a for a in answers if a[1] >= killed_at]
+    first_write_ok = min(a[1] for a in after_kill if a[2] != "read" and 200 <= a[3] < 300 and a[0] >= killed_at)
+    window = (min(a[1] for a in failures), max(a[1] for a in failures)) if failures else (killed_at, killed_at)
+    FIGURES["failover"] = {
+        "old_leader": old_leader, "new_leader": new_leader,
+        "patroni_promotion_s": round(promoted_at - killed_at, 2),
+        "first_acknowledged_write_after_kill_s": round(first_write_ok - killed_at, 2),
+        "window_of_503_s": round(window[1] - window[0], 2),
+        "requests": len(answers), "statuses": dict(statuses),
+        "slowest_answer_s": round(max(a[1] - a[0] for a in answers), 2),
+        "requests_retried": retried_requests(wall_start),
+    }
+    # 503 with Retry-After during the switch, nothing else; never slower than the pool timeout.
+    assert set(statuses) <= {200, 201, 503}, statuses
+    assert all(h.get("retry-after") for *_x, status, h in answers if status == 503)
+    assert max(a[1] - a[0] for a in answers) < SLOWEST_ANSWER
+    assert {name: ctl.pid_of(name) for name in apps_before} == apps_before  # no process restarted
+
+    # Every acknowledged create is there exactly once; every acknowledged update is there (or a
+    # later one whose answer was lost in the switch).
+    with primary_engine.connect() as connection:
+        rows = connection.execute(text("SELECT title, count(*) FROM articles WHERE title LIKE 'load-%' "
+                                       "GROUP BY title")).all()
+        found = dict(rows)
+        versions = dict(connection.execute(text("SELECT id, title FROM articles WHERE id = ANY(:ids)"),
+                                           {"ids": [int(i) for i in counters.values()]}).all())
+    missing = [t for t in load.created if t not in found]
+    doubled = [t for t, n in found.items() if n > 1]
+    lost_updates = [w for w, n in load.updated.items() if int(versions[int(counters[w])][1:]) < n]
+    FIGURES["writes"] = {"creates_acknowledged": len(load.created), "creates_found": len(load.created) - len(missing),
+                         "creates_doubled": len(doubled), "creates_found_unacknowledged": len(found) - len(load.created) + len(missing),
+                         "updates_acknowledged": sum(1 for a in answers if a[2] == "update" and a[3] == 200),
+                         "writers_whose_last_acknowledged_update_is_missing": len(lost_updates)}
+    assert missing == [] and doubled == [] and lost_updates == []
+    assert len(load.created) > 20
+
+
+def _writes_ok_since(load: Load, since: float, count: int) -> bool:
+    with load._lock:
+        return sum(1 for a in load.answers if a[0] >= since and a[2] != "read" and 200 <= a[3] < 300) >= count
+
+
+def test_the_old_primary_rejoins_as_a_replica():
+    ctl.wait_for("three members again, one synchronous", ctl.healthy, timeout=180, interval=1)
+
+
+# -- read-your-writes ----------------------------------------------------------------------------------
+
+DELAY = 4  # seconds every replica waits before applying a commit
+
+
+@pytest.fixture
+def delayed_replicas():
+    replicas = [n for n in ctl.NODES if n != ctl.leader()]
+    for name in replicas:
+        ctl.psql(ctl.NODES[name]["pg"], f"ALTER SYSTEM SET recovery_min_apply_delay = '{DELAY}s'")
+        ctl.psql(ctl.NODES[name]["pg"], "SELECT pg_reload_conf()")
+    yield replicas
+    for name in replicas:
+        ctl.psql(ctl.NODES[name]["pg"], "ALTER SYSTEM RESET recovery_min_apply_delay")
+        ctl.psql(ctl.NODES[name]["pg"], "SELECT pg_reload_conf()")
+
+
+def test_a_client_reads_its_own_write_on_a_lagging_replica(headers, delayed_replicas):
+    leader = ctl.leader()
+    status, answer_headers, body = call("POST", API + "/articles", article("read your writes"), headers=headers)
+    assert status == 201
+    position = answer_headers[POSITION_HEADER.lower()]
+    assert f"{POSITION_COOKIE}={position}" in answer_headers["set-cookie"]
+    url = f"{API}/articles/{body['data']['id']}"
+
+    # Without the position the replica answers what it has: not yet the new article.
+    assert call("GET", url, headers=headers)[0] == 404
+
+    # With it (the cookie, as a browser sends it back): the replica has not replayed it within
+    # db.read_wait, so the read runs on the primary and sees the article.
+    before = statements_per_node("%FROM articles%WHERE articles.id =%")
+    status, _h, read = call("GET", url, headers={**headers, "Cookie": f"{POSITION_COOKIE}={position}"})
+    assert status == 200 and read["data"]["attributes"]["title"] == "read your writes"
+    on_nodes = delta(before, statements_per_node("%FROM articles%WHERE articles.id =%"))
+    assert on_nodes[leader] == 1, on_nodes
+
+    # Once the replica has replayed it, the same read runs on the replica.
+    time.sleep(DELAY + 1)
+    before = statements_per_node("%FROM articles%WHERE articles.id =%")
+    status, _h, read = call("GET", url, headers={**headers, POSITION_HEADER: position})
+    assert status == 200 and read["data"]["attributes"]["title"] == "read your writes"
+    on_nodes = delta(before, statements_per_node("%FROM articles%WHERE articles.id =%"))
+    assert on_nodes[leader] == 0 and sum(on_nodes.values()) == 1, on_nodes
+    FIGURES["read_your_writes"] = {"replica_delay_s": DELAY, "read_without_position": 404,
+                                   "read_with_position_while_lagging": "200 from the primary",
+                                   "read_with_position_after_replay": "200 from a replica"}
+
+
+# -- the load balancer ----------------------------------------------------------------------------------
+
+def haproxy_state(server: str) -> str:
+    """UP or DOWN (first word of HAProxy's status) of ``app/<server>``, from the stats CSV."""
+    csv = call("GET", f"http://{ctl.HOST}:{ctl.STATS_PORT}/;csv")[2].decode()
+    for line in csv.splitlines():
+        fields = line.split(",")
+        if fields[:2] == ["app", server]:
+            return fields[17].split()[0]
+    raise AssertionError(f"no app/{server} in HAProxy's statistics")
+
+
+class Steady:
+    """Clients calling through HAProxy until stopped; every status recorded."""
+
+    def __init__(self, headers, clients: int = 4):
+        self.headers, self.statuses, self._stop = headers, [], threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(clients)]
+
+    def _run(self, i):
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            try:
+                if i % 2:
+                    status = call("POST", API + "/articles", article(f"steady-{i}-{n}"), headers=self.headers)[0]
+                else:
+                    status = call("GET", API + "/articles?page[size]=5", headers=self.headers)[0]
+            except OSError as exc:
+                status = repr(exc)
+            self.statuses.append(status)
+
+    def __enter__(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(60)
+
+
+def test_a_process_stopped_with_sigterm_drains_without_a_failed_request(headers):
+    with Steady(headers) as steady:
+        time.sleep(1)
+        pid = ctl.pid_of("app1")
+        os.kill(pid, signal.SIGTERM)
+        ctl.wait_for("app1 to exit", lambda: ctl.pid_of("app1") is None or ctl._is_zombie(pid), timeout=60)
+        ctl.wait_for("HAProxy to see app1 down", lambda: haproxy_state("app1") == "DOWN", timeout=30)
+        time.sleep(1)
+        ctl.start_app(0)
+        ctl.wait_for("HAProxy to put app1 back", lambda: haproxy_state("app1") == "UP", timeout=60)
+        time.sleep(1)
+    counts = collections.Counter(steady.statuses)
+    FIGURES["graceful_stop"] = {"requests": len(steady.statuses), "statuses": {str(k): v for k, v in counts.items()}}
+    assert set(counts) <= {200, 201}, counts
+    assert len(steady.statuses) > 20
+
+
+def test_a_process_that_stops_answering_is_taken_out_and_put_back():
+    pid = ctl.pid_of("app2")
+    os.kill(pid, signal.SIGSTOP)  # alive, listening, answering nothing
+    try:
+        ctl.wait_for("HAProxy to see app2 down", lambda: haproxy_state("app2") == "DOWN", timeout=30)
+        statuses = [call("GET", API + "/articles?page[size]=1")[0] for _ in range(6)]
+        assert statuses == [200] * 6  # all served by app1
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    ctl.wait_for("HAProxy to put app2 back", lambda: haproxy_state("app2") == "UP", timeout=30)

@@ -1,0 +1,125 @@
+"""Reads on a streaming replica, writes on the primary, and read-your-writes between them.
+
+With ``db.read_url`` set (the replicas: a load balancer's replica port, or a libpq multi-host
+URL with ``target_session_attrs=prefer-standby``), the session of a GET, HEAD or OPTIONS request
+runs on a connection of a second engine built from that URL and the ``sqlalchemy.*`` pool
+settings; every other request, and everything in it, runs on ``sqlalchemy.url`` (the primary).
+
+**Read-your-writes.** A replica applies the primary's WAL a little later than the primary commits.
+So that a client reads its own write on its next request, every successful write answer carries
+the primary's WAL position after the commit (``pg_current_wal_insert_lsn()``, which is at or past
+the end of the commit record) as the header ``X-Database-Position`` and the cookie
+``jsonapi_db_position`` (browsers send it back by themselves; API clients send either). A read
+that carries a position runs on the replica once ``pg_last_wal_replay_lsn()`` has reached it,
+polling for at most ``db.read_wait`` seconds (default 0.5), and otherwise on the primary. A read
+without a position, or whose replica cannot be reached, is served as it comes: on the replica,
+or on the primary when no replica answers.
+
+PostgreSQL only (the WAL functions); ``db.read_url`` left empty changes nothing.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from sqlalchemy import engine_from_config, text
+from sqlalchemy.exc import DBAPIError
+
+__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "read_connection", "position_tween_factory"]
+
+log = logging.getLogger(__name__)
+
+POSITION_HEADER = "X-Database-Position"
+POSITION_COOKIE = "jsonapi_db_position"
+#: Seconds the position cookie lives: far longer than any healthy replica's lag.
+POSITION_MAX_AGE = 60
+_LSN = re.compile(r"^[0-9A-F]{1,8}/[0-9A-F]{1,8}$")
+_COMMITTED = "jsonapi.committed"
+_POLL_SECONDS = 0.01
+
+
+def read_engine(settings):
+    """The replicas' engine (``db.read_url`` with the ``sqlalchemy.*`` pool settings), or None."""
+    url = (settings.get("db.read_url") or "").strip()
+    if not url:
+        return None
+    return engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.")
+
+
+def note_commit(session) -> None:
+    """Session ``after_commit``: the request's answer will carry the primary's WAL position."""
+    request = session.info.get("request")
+    if request is not None:
+        request.environ[_COMMITTED] = True
+
+
+def requested_position(request) -> str | None:
+    """The WAL position a read must see (header first, then cookie), when well-formed."""
+    value = request.headers.get(POSITION_HEADER) or request.cookies.get(POSITION_COOKIE)
+    if value and _LSN.match(value.strip().upper()):
+        return value.strip().upper()
+    return None
+
+
+def read_connection(request, read_engine, wait: float):
+    """A replica connection for this read, or None to use the primary.
+
+    None when the replica does not answer, or has not replayed the request's position within
+    ``wait`` seconds. The connection is returned with no transaction begun.
+    """
+    position = requested_position(request)
+    try:
+        connection = read_engine.connect()
+    except DBAPIError as exc:
+        log.warning("replica unavailable, reading from the primary: %s", exc.__class__.__name__)
+        return None
+    if position is None:
+        return connection
+    try:
+        if _caught_up(connection, position, wait):
+            return connection
+    except DBAPIError as exc:
+        log.warning("replica failed, reading from the primary: %s", exc.__class__.__name__)
+    log.info("replica behind position %s after %.2fs: reading from the primary", position, wait)
+    connection.close()
+    return None
+
+
+def _caught_up(connection, position: str, wait: float) -> bool:
+    # NULL on a primary (the replica port may lead to one during a failover): it has it all.
+    statement = text("SELECT coalesce(pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn), true)")
+    deadline = time.monotonic() + wait
+    while True:
+        reached = connection.execute(statement, {"position": position}).scalar()
+        connection.rollback()
+        if reached or time.monotonic() >= deadline:
+            return bool(reached)
+        time.sleep(_POLL_SECONDS)
+
+
+def position_tween_factory(handler, registry):
+    """Over pyramid_tm: a write that committed answers the primary's WAL position."""
+    engine = registry["db.engine"]
+
+    def position_tween(request):
+        request.environ.pop(_COMMITTED, None)
+        response = handler(request)
+        if request.environ.get(_COMMITTED) and response.status_code < 400:
+            position = _primary_position(engine)
+            if position is not None:
+                response.headers[POSITION_HEADER] = position
+                response.set_cookie(POSITION_COOKIE, position, max_age=POSITION_MAX_AGE, path="/",
+                                    httponly=True, samesite="Lax")
+        return response
+
+    return position_tween
+
+
+def _primary_position(engine) -> str | None:
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text("SELECT CAST(pg_current_wal_insert_lsn() AS text)")).scalar()
+    except DBAPIError as exc:  # the write is committed and answered; only the hint is lost
+        log.warning("could not read the primary's WAL position: %s", exc.__class__.__name__)
+        return None
