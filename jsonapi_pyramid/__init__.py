@@ -12,7 +12,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
-from .contract import Registry, ResourceDefinition, get_registry
+from .contract import ActionOrder, Registry, ResourceDefinition, get_registry
 from .errors import (
     BadRequest,
     Conflict,
@@ -62,21 +62,27 @@ DEFAULTS = {
     "max_filters": 20,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
-    "expose_errors": False,
+    # the OpenAPI document's info.title and info.version
+    "openapi_title": "JSON:API",
+    "openapi_version": "1.0.0",
+    # the ``api`` node's ACL (a list of ACEs, given from Python); None: security.DEFAULT_ROOT_ACL
+    "root_acl": None,
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
 }
 
-#: The order of the action that resolves every declaration: after all registrations (order 0).
-RESOLVE_ORDER = 10
+#: The order of the action that resolves every declaration (``ActionOrder``).
+RESOLVE_ORDER = ActionOrder.RESOLVE
 
 
 def parse_settings(settings) -> dict:
     parsed = {}
     for key, default in DEFAULTS.items():
         raw = settings.get(f"jsonapi.{key}", default)
-        if isinstance(default, bool):
+        if default is None:  # a Python object, given as is
+            parsed[key] = raw
+        elif isinstance(default, bool):
             parsed[key] = asbool(raw)
         elif isinstance(default, int):
             try:
@@ -86,7 +92,7 @@ def parse_settings(settings) -> dict:
             if parsed[key] < 1:
                 raise ConfigurationError(f"jsonapi.{key} must be at least 1")
         else:
-            parsed[key] = str(raw)
+            parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
     if parsed["default_page_size"] > parsed["max_page_size"]:

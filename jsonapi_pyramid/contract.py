@@ -16,6 +16,7 @@ the field, so it can never reach a client.
 """
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -28,7 +29,20 @@ from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, Readers, StatementCache, build_fields, column_kind, visibility_of
 from .transformer import Transformer, meta_method_name
 
-__all__ = ["Registry", "ResourceDefinition", "get_registry"]
+__all__ = ["ActionOrder", "Registry", "ResourceDefinition", "get_registry"]
+
+
+class ActionOrder(enum.IntEnum):
+    """The order of the library's configuration actions (Pyramid runs actions by ascending
+    order when the configuration commits; 0 is the default): every ``add_jsonapi_resource``
+    registers its type, then custom operations are recorded on their types, then every
+    declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
+    is built from the result."""
+
+    REGISTER = 0
+    OPERATIONS = 5
+    RESOLVE = 10
+    OPENAPI = 20
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"

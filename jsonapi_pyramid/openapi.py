@@ -39,7 +39,7 @@ from pyramid.request import Request
 from pyramid.response import FileResponse, Response
 from pyramid.security import NO_PERMISSION_REQUIRED
 
-from .contract import TOTAL_COUNT, get_registry
+from .contract import TOTAL_COUNT, ActionOrder, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .query import FILTER_OPERATORS
 from .renderer import MEDIA_TYPE
@@ -393,12 +393,11 @@ class _Builder:
         self._publishing_paths()
         self._other_views()
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
-        app_settings = getattr(self.registry, "settings", None) or {}
         document = {
             "openapi": OPENAPI_VERSION,
             "info": {
-                "title": app_settings.get("jsonapi.openapi_title") or "JSON:API",
-                "version": app_settings.get("jsonapi.openapi_version") or "1.0.0",
+                "title": self.settings["openapi_title"],
+                "version": self.settings["openapi_version"],
                 "description": (
                     "A JSON:API 1.1 service (https://jsonapi.org/format/1.1/). Every document is "
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
@@ -1172,14 +1171,13 @@ def _get_only(context, request):
 def includeme(config):
     """Register the document and the docs page as views of the ``api`` node, and build the
     document when the configuration commits (after every resource is resolved)."""
-    from . import RESOLVE_ORDER
     from .traversal import ApiRoot
 
     for name, view in ((DOCUMENT_VIEW, document_view), (DOCS_VIEW, docs_view)):
-        config.add_view(view, context=ApiRoot, name=name, request_method=("GET", "HEAD"), permission=str(Permission.VIEW))
+        config.add_view(view, context=ApiRoot, name=name, request_method=("GET", "HEAD"), permission=Permission.VIEW)
         config.add_view(_get_only, context=ApiRoot, name=name, permission=NO_PERMISSION_REQUIRED)
     registry = config.registry
-    config.action(("jsonapi", "openapi"), lambda: get_document(registry), order=RESOLVE_ORDER + 10)
+    config.action(("jsonapi", "openapi"), lambda: get_document(registry), order=ActionOrder.OPENAPI)
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pyramid.exceptions import ConfigurationError
 from pyramid.security import NO_PERMISSION_REQUIRED
 
-from .contract import get_registry
+from .contract import ActionOrder, get_registry
 from .document import DocumentBuilder
 from .body import request_data
 from .errors import MethodNotAllowed
@@ -49,8 +49,6 @@ __all__ = [
     "request_data",
 ]
 
-#: Before the registry resolves (order 10) and after the resources are registered (order 0).
-OPERATIONS_ORDER = 5
 
 ON_CONTEXT = ("item", "collection")
 
@@ -119,7 +117,7 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
         definition.operations[(on, name, request_method)] = operation
 
-    config.action(("jsonapi-operation", model, on, name, request_method), record, order=OPERATIONS_ORDER)
+    config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS)
     if name and (model, on, name) not in _fallbacks(config):
         # Other methods on the operation's URL: 405 listing the ones registered (read at request time).
         _fallbacks(config).add((model, on, name))

@@ -56,7 +56,7 @@ __all__ = [
 MAX_SECRET_LENGTH = 512
 
 
-class Permission(str, enum.Enum):
+class Permission(enum.StrEnum):
     """The permissions the library's views ask for (alphabetical).
 
     Relationship writes ask for ``UPDATE`` on the relationship node, so an ACL can treat one
@@ -67,9 +67,6 @@ class Permission(str, enum.Enum):
     DELETE = "delete"
     UPDATE = "update"
     VIEW = "view"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 #: The ``api`` node's ACL: anyone may read; every write needs an ACE from the resource's ``acl``.

@@ -52,7 +52,8 @@ class ApiRoot:
 
     @property
     def __acl__(self):
-        return get_registry(self.request).settings.get("root_acl", DEFAULT_ROOT_ACL)
+        acl = get_registry(self.request).settings["root_acl"]
+        return DEFAULT_ROOT_ACL if acl is None else acl
 
     def __getitem__(self, name):
         definition = get_registry(self.request).get(name)

@@ -8,6 +8,7 @@ from sqlalchemy import String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import Transformer
+from jsonapi_pyramid.security import BearerTokenPolicy
 
 
 class Base(DeclarativeBase):
@@ -32,14 +33,15 @@ class LabelIsBody(Transformer):
     attribute_map = {"label": "body"}
 
 
-def _app(tmp_path, name: str, transformer: type[Transformer]):
+def _app(tmp_path, name: str, transformer: type[Transformer], **settings):
     """An application over ``Note`` whose transformer is ``transformer``."""
     Note.transformer = classmethod(lambda cls: transformer())
     try:
-        config = Configurator(settings={"sqlalchemy.url": f"sqlite:///{tmp_path / name}.sqlite"})
+        config = Configurator(settings={"sqlalchemy.url": f"sqlite:///{tmp_path / name}.sqlite", **settings})
         config.include("jsonapi_pyramid.db")
         config.include("jsonapi_pyramid")
         config.add_jsonapi_resource(Note)
+        config.set_security_policy(BearerTokenPolicy(lambda request, secret: None))  # everyone anonymous
         app = config.make_wsgi_app()
     finally:
         del Note.transformer
@@ -107,3 +109,14 @@ def test_mapper_facts_are_computed_once_at_start_up(wsgi_app):
     assert (title.key, title.kind, title.nullable) == ("title", "string", False)
     assert (created.key, created.kind) == ("created_at", "datetime")
     assert articles.id_kind == "integer" and articles.entity_attribute("createdAt") == "created_at"
+
+
+def test_the_root_acl_setting_guards_the_api_node(tmp_path):
+    from pyramid.authorization import Allow, Authenticated
+
+    from jsonapi_pyramid import Permission
+
+    app, _ = _app(tmp_path, "private", LabelIsTitle, **{"jsonapi.root_acl": [(Allow, Authenticated, Permission.VIEW)]})
+    assert app.get("/api/notes", status=401).json["errors"][0]["status"] == "401"  # anonymous: log in
+    public, _ = _app(tmp_path, "public", LabelIsTitle)
+    assert public.get("/api/notes").json["data"][0]["id"] == "1"
