@@ -25,6 +25,7 @@ from .errors import (
 )
 from .loading import count_of
 from .body import json_body, request_body
+from .renderer import JsonApiRenderer
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .security import Permission
 from .transformer import Transformer
@@ -150,6 +151,7 @@ def includeme(config):
     config.add_request_method(request_body, "jsonapi_body", reify=True)
     config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
+    config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate

@@ -46,7 +46,7 @@ def _method_not_allowed(context_type):
 
 def includeme(config):
     for context, method, view, permission in VIEWS:
-        config.add_view(view, context=context, request_method=method, permission=permission)
+        config.add_view(view, context=context, request_method=method, permission=permission, renderer="jsonapi")
     for context in {row[0] for row in VIEWS}:
         # No request_method predicate: tried after the rows above, so it answers only the rest.
         config.add_view(_method_not_allowed(context), context=context, permission=NO_PERMISSION_REQUIRED)
