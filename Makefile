@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist cluster cluster-down cluster-test
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs cluster cluster-down cluster-test
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -73,3 +73,9 @@ dist: $(STAMP)
 	rm -rf build dist jsonapi_pyramid.egg-info
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/twine check --strict dist/*
+
+# The documentation site in docs/_build/html (offline, warnings are errors), then every example of
+# the chapters run by the doctest builder. `make test` builds both too (tests/distribution/test_docs.py).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest

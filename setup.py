@@ -51,7 +51,8 @@ setup(
         "Typing :: Typed",
     ],
     packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),
-    package_data={"jsonapi_pyramid": ["py.typed"]},
+    # py.typed; the project generator's template; the conformance kit's JSON:API schema.
+    package_data={"jsonapi_pyramid": ["py.typed", "scaffold/project/**/*", "testing/*.json"]},
     zip_safe=False,
     python_requires=">=3.11",
     install_requires=requires,
@@ -59,6 +60,7 @@ setup(
     entry_points={
         "console_scripts": [
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
+            "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
         ],
     },
 )

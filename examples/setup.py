@@ -38,6 +38,8 @@ dev = [
     # The distribution test: builds the library's wheel and sdist and checks them.
     "build>=1",
     "twine>=5",
+    # The documentation site (make docs; built by the tests too).
+    "sphinx>=7",
 ]
 
 setup(

@@ -63,6 +63,7 @@ DEFAULTS = {
     "max_filters": 20,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
+    "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     # the OpenAPI document's info.title and info.version
     "openapi_title": "JSON:API",
     "openapi_version": "1.0.0",
@@ -155,6 +156,7 @@ def includeme(config):
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate
+    config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)

@@ -115,7 +115,7 @@ class ResourceDefinition:
         #: ``parse_id`` is the strict rule for ids that name a resource
         self.parse_id_value: Callable[[str], Any] = _parse_int
         self.attributes: tuple[str, ...] = ()
-        #: (id, *attribute columns, *reads) of a record, or None: read as mapped instances
+        #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}

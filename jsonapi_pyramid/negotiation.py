@@ -1,11 +1,13 @@
 """Content negotiation (JSON:API 1.1) and the body size limit, as a tween under the exception view.
 
 * A request with a body must say ``Content-Type: application/vnd.api+json``; any other type, no
-  type, or media type parameters other than ``ext``/``profile`` -> 415. This server supports no
-  extensions, so an ``ext`` parameter -> 415 too.
+  type, or media type parameters other than ``ext``/``profile`` -> 415. The one extension
+  supported is atomic operations (``ATOMIC_EXT``), and only on their endpoint
+  (``/api/operations``): there the ``ext`` must name it, elsewhere any ``ext`` -> 415.
 * ``Accept``: when it has JSON:API entries and every one of them carries parameters other than
-  ``ext``/``profile`` or asks for an unsupported extension -> 406. An ``Accept`` without any JSON:API
-  entry (``*/*``, ``text/html``) is served the JSON:API document anyway.
+  ``ext``/``profile`` or asks for an unsupported extension -> 406 (an ``ext`` naming the atomic
+  extension is supported, on every endpoint). An ``Accept`` without any JSON:API entry (``*/*``,
+  ``text/html``) is served the JSON:API document anyway.
 * A path or query string that is not UTF-8 or holds a NUL character -> 400.
 * A body over ``jsonapi.max_body_bytes`` -> 413, before it is read. A body without
   ``Content-Length`` (chunked) is read up to ``max_body_bytes`` + 1 bytes only (``bound_body``).
@@ -16,6 +18,13 @@ from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMedia
 from .renderer import MEDIA_TYPE
 
 _ALLOWED_PARAMETERS = {"ext", "profile"}
+
+#: The atomic operations extension, its endpoint's view name under the API root, and the media
+#: type of the documents it exchanges.
+ATOMIC_EXT = "https://jsonapi.org/ext/atomic"
+OPERATIONS_NAME = "operations"
+ATOMIC_MEDIA_TYPE = f'{MEDIA_TYPE}; ext="{ATOMIC_EXT}"'
+SUPPORTED_EXTENSIONS = frozenset({ATOMIC_EXT})
 
 
 def _parse_media_range(text: str) -> tuple[str, dict]:
@@ -34,7 +43,7 @@ def _acceptable(parameters: dict) -> bool:
     parameters = {k: v for k, v in parameters.items() if k != "q"}
     if set(parameters) - _ALLOWED_PARAMETERS:
         return False
-    return not parameters.get("ext")  # no extension is supported
+    return set(parameters.get("ext", "").split()) <= SUPPORTED_EXTENSIONS
 
 
 def bound_body(request, max_body_bytes: int) -> None:
@@ -64,7 +73,8 @@ def check_url(request) -> None:
         raise BadRequest("The query string contains a NUL character.")
 
 
-def check_request(request, max_body_bytes: int) -> None:
+def check_request(request, max_body_bytes: int, *, atomic: bool = False) -> None:
+    """Negotiation of one request; ``atomic``: it is sent to the atomic operations endpoint."""
     check_url(request)
     bound_body(request, max_body_bytes)
     length = request.content_length
@@ -78,8 +88,11 @@ def check_request(request, max_body_bytes: int) -> None:
         media, parameters = _parse_media_range(content_type)
         if media != MEDIA_TYPE:
             raise UnsupportedMediaType(f"Send the body as {MEDIA_TYPE}, not {media}.", header="Content-Type")
-        if set(parameters) - _ALLOWED_PARAMETERS or parameters.get("ext"):
-            raise UnsupportedMediaType("Only the ext and profile media type parameters are allowed, and no extension is supported.", header="Content-Type")
+        if set(parameters) - _ALLOWED_PARAMETERS:
+            raise UnsupportedMediaType("Only the ext and profile media type parameters are allowed.", header="Content-Type")
+        _check_extensions(set(parameters.get("ext", "").split()), atomic)
+    elif atomic and request.method == "POST":
+        raise UnsupportedMediaType(f"Send the atomic operations document as {ATOMIC_MEDIA_TYPE}.", header="Content-Type")
     accept = request.headers.get("Accept")
     if accept:
         entries = [_parse_media_range(item) for item in accept.split(",") if item.strip()]
@@ -88,14 +101,25 @@ def check_request(request, max_body_bytes: int) -> None:
             raise NotAcceptable(f"Accept {MEDIA_TYPE} without media type parameters other than ext and profile.", header="Accept")
 
 
+def _check_extensions(extensions: set, atomic: bool) -> None:
+    if atomic and ATOMIC_EXT not in extensions:
+        raise UnsupportedMediaType(f"Send the atomic operations document as {ATOMIC_MEDIA_TYPE}.", header="Content-Type")
+    unsupported = extensions - SUPPORTED_EXTENSIONS if atomic else extensions
+    if unsupported:
+        where = "is supported" if atomic else f"is supported, on {OPERATIONS_NAME} only"
+        raise UnsupportedMediaType(f"Unsupported extension {' '.join(sorted(unsupported))!r}: only {ATOMIC_EXT} {where}.",
+                                   header="Content-Type")
+
+
 def negotiation_tween_factory(handler, registry):
     settings = registry.jsonapi.settings
     prefix = "/" + settings["root_name"]
+    operations = f"{prefix}/{OPERATIONS_NAME}"
 
     def negotiation_tween(request):
         path = request.path_info
         if path == prefix or path.startswith(prefix + "/"):
-            check_request(request, settings["max_body_bytes"])
+            check_request(request, settings["max_body_bytes"], atomic=path.rstrip("/") == operations)
         return handler(request)
 
     return negotiation_tween

@@ -42,6 +42,7 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from .contract import TOTAL_COUNT, ActionOrder, get_registry
 from .errors import MethodNotAllowed, NotFound
 from .query import FILTER_OPERATORS
+from .openapi_atomic import add_atomic_operations
 from .renderer import MEDIA_TYPE
 from .schema import column_kind
 from .security import Permission
@@ -392,6 +393,7 @@ class _Builder:
                 self._custom_operation(definition, operation)
         self._publishing_paths()
         self._other_views()
+        add_atomic_operations(self)  # POST /api/operations (openapi_atomic.py)
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
         document = {
             "openapi": OPENAPI_VERSION,
@@ -401,13 +403,16 @@ class _Builder:
                 "description": (
                     "A JSON:API 1.1 service (https://jsonapi.org/format/1.1/). Every document is "
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
-                    "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`."
+                    "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
+                    "Extension supported: atomic operations (https://jsonapi.org/ext/atomic) on "
+                    f"`POST {self.root}/operations`."
                 ),
             },
             "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
             "tags": [
                 {"name": d.type, **({"description": d.description} if d.description else {})} for d in definitions
-            ] + [{"name": "documentation", "description": "This description and its reference page."},
+            ] + [{"name": "operations", "description": "Atomic operations (https://jsonapi.org/ext/atomic)."},
+                 {"name": "documentation", "description": "This description and its reference page."},
                  {"name": "service", "description": "Operational endpoints of the service."}],
             "paths": dict(sorted(self.paths.items())),
             "components": {

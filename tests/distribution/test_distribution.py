@@ -90,6 +90,7 @@ def test_the_wheel_holds_the_library_alone(dist):
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
     assert {name.split("/")[0] for name in names} == {"jsonapi_pyramid", info}
     assert "jsonapi_pyramid/py.typed" in names
+    assert "jsonapi_pyramid/scaffold/project/+package+/models.py_tmpl" in names
     assert "jsonapi_pyramid/views/read.py" in names  # subpackages too
     assert metadata["Version"] == jsonapi_pyramid.__version__
     unconditional = [r for r in metadata.get_all("Requires-Dist") if "extra ==" not in r]
@@ -97,7 +98,8 @@ def test_the_wheel_holds_the_library_alone(dist):
         assert not any(name in requirement.lower() for requirement in unconditional), unconditional
     extras = metadata.get_all("Provides-Extra")
     assert {"postgresql", "docs-ui", "testing"} <= set(extras)
-    assert "jsonapi_blog" not in entry_points and "jsonapi-pyramid-openapi" in entry_points
+    assert "jsonapi_blog" not in entry_points
+    assert "jsonapi-pyramid-openapi" in entry_points and "jsonapi-pyramid-new" in entry_points
 
 
 def test_the_sdist_holds_the_library_and_its_changes(dist):
@@ -124,6 +126,14 @@ def test_the_installed_library_brings_no_reference_service(user_venv, tmp_path):
     assert pathlib.Path(found["file"]).is_relative_to(user_venv)
     assert not (user_venv / "bin" / "jsonapi-pyramid-initdb").exists()
     assert (user_venv / "bin" / "jsonapi-pyramid-openapi").exists()
+
+
+def test_the_installed_generator_has_its_template(user_venv, tmp_path):
+    """The template is package data: a wheel without it would write an empty project."""
+    _run([user_venv / "bin" / "jsonapi-pyramid-new", "shelf"], cwd=tmp_path, env=_user_environ())
+    written = {str(path.relative_to(tmp_path / "shelf")) for path in (tmp_path / "shelf").rglob("*.*")}
+    assert {"setup.py", "development.ini", "shelf/models.py", "shelf/migrations/versions/0001_notes.py",
+            "tests/test_notes.py"} <= written
 
 
 def _request(url: str, data: dict | None = None) -> tuple[int, dict[str, str], str]:

@@ -1,0 +1,322 @@
+"""Atomic operations (the JSON:API extension ``https://jsonapi.org/ext/atomic``): ``POST /api/operations``.
+
+``{"atomic:operations": [op, ...]}`` runs every operation in order inside the request's one
+transaction (pyramid_tm): the first failure raises, pyramid_tm aborts the transaction, and the
+answer is that failure's error document alone, its pointers prefixed with the operation's position
+(``/atomic:operations/2/data/attributes/title``). Otherwise the answer is 200 with
+``atomic:results`` (``{"data": resource}`` for a resource added or updated, ``{}`` for the rest),
+or 204 when no result has data.
+
+Each operation is its single request, run by the same code:
+
+1. **target**: ``ref`` (``type`` + ``id`` or ``lid``, optional ``relationship``), ``href``, or for
+   an ``add`` of a resource ``data.type`` (an ``update`` without a target: ``data.type`` +
+   ``data.id``/``lid``) is turned into the path of the single request, walked through the
+   traversal tree from the root: the same nodes, the same visibility (a hidden row is a 404);
+2. **view**: ``VIEWS`` gives the view of (node type, method) with ``add`` = POST, ``update`` =
+   PATCH, ``remove`` = DELETE, and its permission, checked with ``request.has_permission`` on
+   that node (401 for an anonymous caller, 403 otherwise, as the single request); a
+   combination without a view (``remove`` of a to-one) or a type whose view a custom operation
+   replaces is a 400: custom operations are not part of atomic requests;
+3. **operation**: the view's write operation (``views.write.OPERATIONS``, module ``writes``):
+   checks, validation, change, flush.
+
+Local ids: an ``add`` may give ``data.lid``; later operations name that resource by ``{type, lid}``
+in ``ref``, in ``data`` (an update's target) and in every resource identifier of ``data``
+(``data.relationships.*.data``, a relationship operation's ``data``). Each ``lid`` is replaced by
+the id the resource got before the operation is authorized and validated, so ACLs and validation
+see ordinary identifiers. An unknown ``lid``, or one introduced twice, is a 400.
+"""
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from pyramid.security import NO_PERMISSION_REQUIRED
+
+from .body import document as body_document
+from .contract import get_registry
+from .document import DocumentBuilder
+from .errors import BadRequest, Forbidden, JsonApiError, NotFound, PayloadTooLarge, Unauthorized
+from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
+from .renderer import json_response
+from .views import VIEWS
+from .views.write import OPERATIONS
+from .writes import Write
+
+__all__ = ["ATOMIC_EXT", "operations_view"]
+
+OPS = {"add": "POST", "update": "PATCH", "remove": "DELETE"}
+OPERATION_MEMBERS = frozenset({"op", "ref", "href", "data", "meta"})
+REF_MEMBERS = frozenset({"type", "id", "lid", "relationship"})
+ROOT = "/atomic:operations"
+
+
+def operations_view(context, request):
+    """``POST /api/operations``: every operation or none; 200 with ``atomic:results`` or 204."""
+    request.add_response_callback(_name_the_extension)
+    _refuse_query_parameters(request)
+    operations = read_operations(request)
+    local_ids: dict = {}
+    builder = DocumentBuilder(request)
+    results = []
+    for index, operation in enumerate(operations):
+        try:
+            results.append(run_operation(request, operation, local_ids, builder))
+        except JsonApiError as error:
+            raise prefixed(error, f"{ROOT}/{index}") from None
+    if not any("data" in result for result in results):
+        return json_response(None, status=204)
+    document = {"jsonapi": {"version": "1.1", "ext": [ATOMIC_EXT]}, "atomic:results": results,
+                "links": {"self": request.url}}
+    return json_response(document)
+
+
+def _name_the_extension(request, response) -> None:
+    """Every document this endpoint answers, errors included, is under the ext's media type."""
+    if response.content_type == "application/vnd.api+json":
+        response.headers["Content-Type"] = ATOMIC_MEDIA_TYPE
+
+
+def _refuse_query_parameters(request) -> None:
+    for name in request.GET:
+        family = name.split("[", 1)[0]
+        if family.isascii() and family.isalpha() and family.islower():
+            raise BadRequest(f"{OPERATIONS_NAME} takes no query parameter {name!r}.", parameter=name)
+
+
+# -- the document --------------------------------------------------------------------------------
+
+def read_operations(request) -> list:
+    """The operations of the request's document, shape-checked before any runs: 400 for a
+    malformed document, 413 for more than ``jsonapi.max_atomic_operations``."""
+    document = body_document(request)
+    for member in ("data", "included", "atomic:results"):
+        if member in document:
+            raise BadRequest(f"An atomic request has no top-level {member}.", pointer=f"/{member}")
+    operations = document.get("atomic:operations")
+    if not isinstance(operations, list) or not operations:
+        raise BadRequest("atomic:operations must be a non-empty array of operation objects.", pointer=ROOT)
+    limit = get_registry(request).settings["max_atomic_operations"]
+    if len(operations) > limit:
+        raise PayloadTooLarge(f"At most {limit} operations (jsonapi.max_atomic_operations) may be sent at once, "
+                              f"not {len(operations)}.", pointer=ROOT)
+    for index, operation in enumerate(operations):
+        _check_operation(operation, f"{ROOT}/{index}")
+    return operations
+
+
+def _check_operation(operation, pointer: str) -> None:
+    if not isinstance(operation, dict):
+        raise BadRequest("An operation must be an object.", pointer=pointer)
+    for name in operation:
+        if name not in OPERATION_MEMBERS:
+            raise BadRequest(f"An operation has no member {name!r}.", pointer=f"{pointer}/{name}")
+    if operation.get("op") not in OPS:
+        raise BadRequest("op must be 'add', 'update' or 'remove'.", pointer=f"{pointer}/op")
+    if "ref" in operation and "href" in operation:
+        raise BadRequest("An operation has ref or href, not both.", pointer=pointer)
+    if "href" in operation and not isinstance(operation["href"], str):
+        raise BadRequest("href must be a string.", pointer=f"{pointer}/href")
+    if "meta" in operation and not isinstance(operation["meta"], dict):
+        raise BadRequest("meta must be an object.", pointer=f"{pointer}/meta")
+    if "ref" in operation:
+        _check_ref(operation["ref"], f"{pointer}/ref")
+
+
+def _check_ref(ref, pointer: str) -> None:
+    if not isinstance(ref, dict):
+        raise BadRequest("ref must be an object.", pointer=pointer)
+    for name in ref:
+        if name not in REF_MEMBERS:
+            raise BadRequest(f"ref has no member {name!r}.", pointer=f"{pointer}/{name}")
+    if not isinstance(ref.get("type"), str):
+        raise BadRequest("ref.type must be a string.", pointer=f"{pointer}/type")
+    if ("id" in ref) == ("lid" in ref):
+        raise BadRequest("ref names its resource by id or by lid (one of them).", pointer=pointer)
+    for name in ("id", "lid", "relationship"):
+        if name in ref and not isinstance(ref[name], str):
+            raise BadRequest(f"ref.{name} must be a string.", pointer=f"{pointer}/{name}")
+
+
+def prefixed(error: JsonApiError, prefix: str) -> JsonApiError:
+    """``error`` with every pointer under the operation's position (an error without a source
+    points at the operation itself)."""
+    for item in error.errors:
+        source = item.setdefault("source", {})
+        if "pointer" in source:
+            source["pointer"] = prefix + source["pointer"]
+        elif "parameter" not in source and "header" not in source:
+            source["pointer"] = prefix
+    return error
+
+
+# -- one operation -------------------------------------------------------------------------------
+
+def run_operation(request, operation: dict, local_ids: dict, builder) -> dict:
+    """Run one operation as its single request would run; its result object."""
+    op = operation["op"]
+    data, lid = _take_new_lid(op, operation.get("data"), local_ids)
+    if "ref" in operation or "href" in operation:  # the target first, as a URL comes before a body
+        context = find_target(request, operation, None, local_ids)
+        data = replace_local_ids(data, local_ids)
+    else:
+        data = replace_local_ids(data, local_ids)
+        context = find_target(request, operation, data, local_ids)
+    view, permission = _view_of(context, OPS[op])
+    if op != "remove" and "data" not in operation:
+        raise BadRequest("The operation has no data member.", pointer="/data")
+    for node in _lineage(context):
+        node.payload = data
+    _authorize(request, context, permission)
+    entity = OPERATIONS[view](Write(context, data, meta=operation.get("meta")))
+    if entity is None:
+        return {}
+    definition = context.definition
+    if lid is not None:
+        local_ids[(definition.type, lid)] = definition.identity(entity)
+    return {"data": builder.resource(definition, entity)}
+
+
+def _take_new_lid(op: str, data, local_ids: dict):
+    """``(data without its lid, lid)`` for an ``add`` of a resource that introduces a ``lid``;
+    ``(data, None)`` otherwise."""
+    if op != "add" or not isinstance(data, dict) or "lid" not in data:
+        return data, None
+    data = dict(data)
+    lid = data.pop("lid")
+    if not isinstance(lid, str) or not lid:
+        raise BadRequest("lid must be a non-empty string.", pointer="/data/lid")
+    if "id" in data:
+        raise BadRequest("A resource is named by id or by lid, not both.", pointer="/data/lid")
+    if any(known == lid for _type, known in local_ids):
+        raise BadRequest(f"The lid {lid!r} is used by an earlier operation already.", pointer="/data/lid")
+    return data, lid
+
+
+def replace_local_ids(data, local_ids: dict, pointer: str = "/data"):
+    """A copy of ``data`` in which every ``{type, lid}`` of a resource added earlier is
+    ``{type, id}``: ``data`` itself (an update's target, a to-one's linkage), the items of an array
+    (a to-many's linkage) and ``data.relationships.*.data``."""
+    if isinstance(data, list):
+        return [replace_local_ids(item, local_ids, f"{pointer}/{index}") for index, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return data
+    if "lid" in data:
+        data = _resolved_identifier(data, local_ids, pointer)
+    relationships = data.get("relationships")
+    if isinstance(relationships, dict):
+        data = dict(data)
+        data["relationships"] = {name: _member_without_lids(member, local_ids, f"{pointer}/relationships/{name}")
+                                 for name, member in relationships.items()}
+    return data
+
+
+def _member_without_lids(member, local_ids: dict, pointer: str):
+    if not isinstance(member, dict) or "data" not in member:
+        return member
+    return {**member, "data": replace_local_ids(member["data"], local_ids, f"{pointer}/data")}
+
+
+def _resolved_identifier(identifier: dict, local_ids: dict, pointer: str) -> dict:
+    if "id" in identifier:
+        raise BadRequest("A resource identifier has id or lid, not both.", pointer=f"{pointer}/lid")
+    lid = identifier["lid"]
+    found = local_ids.get((identifier.get("type"), lid)) if isinstance(lid, str) else None
+    if found is None:
+        raise BadRequest(f"No earlier operation added a {identifier.get('type')!r} resource with lid {lid!r}.",
+                         pointer=f"{pointer}/lid")
+    resolved = {name: value for name, value in identifier.items() if name != "lid"}
+    resolved["id"] = found
+    return resolved
+
+
+def find_target(request, operation: dict, data, local_ids: dict):
+    """The traversal node the operation targets (404 for an unknown or hidden one)."""
+    root_name = get_registry(request).settings["root_name"]
+    if "href" in operation:
+        return _walk(request, _href_segments(request, operation["href"]), "/href")
+    if "ref" in operation:
+        ref = operation["ref"]
+        resource_id = ref["id"] if "id" in ref else local_ids.get((ref["type"], ref["lid"]))
+        if resource_id is None:
+            raise BadRequest(f"No earlier operation added a {ref['type']!r} resource with lid {ref['lid']!r}.",
+                             pointer="/ref/lid")
+        segments = [root_name, ref["type"], resource_id]
+        if "relationship" in ref:
+            segments += ["relationships", ref["relationship"]]
+        return _walk(request, segments, "/ref")
+    op = operation["op"]
+    if op == "remove" or not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise BadRequest(f"An {op} operation without ref or href names its target by data.type"
+                         f"{'' if op == 'add' else ' and data.id'}.", pointer="/data" if op != "remove" else "")
+    if op == "add":
+        return _walk(request, [root_name, data["type"]], "/data/type")
+    if not isinstance(data.get("id"), str):
+        raise BadRequest("An update without ref or href names its resource by data.id or data.lid.", pointer="/data/id")
+    return _walk(request, [root_name, data["type"], data["id"]], "/data")
+
+
+def _href_segments(request, href: str) -> list[str]:
+    parts = urlsplit(href)
+    if parts.query or parts.fragment:
+        raise BadRequest("href names a resource, a collection or a relationship: no query or fragment.",
+                         pointer="/href")
+    path = parts.path
+    script_name = request.script_name
+    if script_name and path.startswith(script_name + "/"):
+        path = path[len(script_name):]
+    return [unquote(segment) for segment in path.split("/") if segment]
+
+
+def _walk(request, segments: list, pointer: str):
+    node = request.root
+    try:
+        for segment in segments:
+            node = node[segment]
+    except KeyError:
+        raise NotFound("No resource at this target.", pointer=pointer) from None
+    return node
+
+
+def _view_of(context, method: str):
+    for context_type, row_method, view, permission in VIEWS:
+        if type(context) is context_type and row_method == method and view in OPERATIONS:
+            definition = context.definition
+            on = "collection" if context.entity is None else "item"
+            if context.relationship is None and (on, "", method) in definition.operations:
+                raise BadRequest(f"Writes of {definition.type} are a custom operation, which atomic requests "
+                                 "do not include.")
+            return view, permission
+    op = next(name for name, verb in OPS.items() if verb == method)
+    raise BadRequest(f"'{op}' cannot target this {_kind(context)}.")
+
+
+def _kind(context) -> str:
+    if getattr(context, "relationship", None) is not None:
+        return f"relationship ({context.relationship.name})"
+    return "resource" if getattr(context, "entity", None) is not None else "node"
+
+
+def _lineage(context):
+    node = context
+    while node is not None and hasattr(node, "definition"):
+        yield node
+        node = node.__parent__
+
+
+def _authorize(request, context, permission) -> None:
+    """The view's permission on the operation's node, answered as the single request would be."""
+    if permission == NO_PERMISSION_REQUIRED or request.has_permission(str(permission), context):
+        return
+    if request.authenticated_userid is None:
+        raise Unauthorized()
+    raise Forbidden("You may not perform this operation.")
+
+
+def includeme(config):
+    """``POST /api/operations``: a view named ``operations`` on the API root (a resource type of
+    that name would take the path first)."""
+    from .traversal import ApiRoot
+
+    config.add_view(operations_view, context=ApiRoot, name=OPERATIONS_NAME, request_method="POST",
+                    permission=NO_PERMISSION_REQUIRED)

@@ -1,0 +1,29 @@
+"""The documentation builds (``make docs``): HTML with no warning, and every example runs.
+
+The narrative chapters' examples are ``testcode`` blocks that build real applications and send
+them requests; the doctest builder runs them and compares their output, so an example that no
+longer works, or answers differently, fails here. The quick start file itself is also served from
+an installed wheel (``test_distribution.py``).
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.packaging
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+
+
+@pytest.mark.parametrize("builder", ["html", "doctest"])
+def test_docs_build_without_warnings(builder, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder,
+                             "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / builder)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    if builder == "doctest":
+        output = (tmp_path / builder / "output.txt").read_text()
+        assert "0 failures in tests" in output and " 0 tests" not in output, output

@@ -1,0 +1,109 @@
+"""``jsonapi-pyramid-new``: the project it writes passes its own tests and serves.
+
+The project is written into a temporary folder and installed (editable, as its Makefile does) into
+a new virtual environment layered on this one (its packages are this venv's: no network), then:
+its own test suite runs there, its migrations run with ``alembic``, and ``pserve`` serves it for
+one read and one authenticated write over HTTP on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import sysconfig
+import urllib.request
+
+import pytest
+
+from jsonapi_pyramid.scaffold import DEVELOPMENT_TOKEN, create_project, render
+from jsonapi_pyramid.security import hash_secret
+
+pytestmark = pytest.mark.packaging
+
+BIN = pathlib.Path(sys.executable).parent
+
+
+def _run(args, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> pathlib.Path:
+    directory = tmp_path_factory.mktemp("new") / "shelf"
+    result = _run([BIN / "jsonapi-pyramid-new", "shelf", "--directory", directory])
+    assert "make serve" in result.stdout
+    return directory
+
+
+@pytest.fixture(scope="module")
+def python(project, tmp_path_factory) -> pathlib.Path:
+    """A venv that sees this venv's packages (``site.addsitedir``, so their .pth files work too)
+    and has the project installed into it, editable, with its entry points."""
+    venv = tmp_path_factory.mktemp("project-venv") / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv])
+    python = venv / "bin" / "python"
+    site_packages = pathlib.Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    (site_packages / "_layered_on_dev.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index",
+          "--no-build-isolation", "-e", project])
+    return python
+
+
+def test_the_project_has_what_a_project_needs(project):
+    names = {str(path.relative_to(project)) for path in project.rglob("*") if path.is_file()}
+    assert {"setup.py", "Makefile", "development.ini", "production.ini", "README.md", ".gitignore",
+            "shelf/__init__.py", "shelf/models.py", "shelf/resources.py", "shelf/security.py",
+            "shelf/migrations/env.py", "shelf/migrations/versions/0001_notes.py",
+            "tests/conftest.py", "tests/test_notes.py"} <= names
+    makefile = (project / "Makefile").read_text()
+    assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI)" in makefile
+    assert not [name for name in names if name.endswith("_tmpl") or "{{" in (project / name).read_text()]
+    assert f"{hash_secret(DEVELOPMENT_TOKEN)} developer editor" in (project / "development.ini").read_text()
+
+
+def test_the_generator_refuses_bad_names_and_non_empty_folders(tmp_path, project):
+    for name in ("Shelf", "2shelf", "my-shelf", "class", "json", "tests"):
+        with pytest.raises(ValueError):
+            create_project(name, tmp_path / name)
+    with pytest.raises(FileExistsError):
+        create_project("shelf", project)
+    with pytest.raises(KeyError):
+        render("{{nothing}}", {})
+
+
+def test_the_project_passes_its_own_tests(project, python):
+    result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)
+    assert re.search(r"\b6 passed\b", result.stdout), result.stdout
+
+
+def test_the_project_migrates_and_serves(project, python, tmp_path):
+    ini = (project / "development.ini").read_text()
+    ini = ini.replace("listen = localhost:6543", "listen = 127.0.0.1:0")
+    ini = ini.replace("sqlalchemy.url = sqlite:///%(here)s/var/shelf.sqlite", f"sqlalchemy.url = sqlite:///{tmp_path}/served.sqlite")
+    (project / "served.ini").write_text(ini)
+    _run([python, "-m", "alembic", "-c", "served.ini", "upgrade", "head"], cwd=project)
+    server = subprocess.Popen([python, "-m", "pyramid.scripts.pserve", "served.ini"], cwd=project,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for line in server.stderr:  # waitress logs "Serving on http://127.0.0.1:<port>"
+            match = re.search(r"Serving on http://127\.0\.0\.1:(\d+)", line)
+            if match:
+                port = match[1]
+                break
+        assert port, "pserve did not start"
+        body = json.dumps({"data": {"type": "notes", "attributes": {"title": "Served"}}}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/notes", data=body, headers={
+            "Content-Type": "application/vnd.api+json", "Authorization": f"Bearer {DEVELOPMENT_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 201
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/notes", timeout=30) as response:
+            document = json.loads(response.read())
+        assert [note["attributes"]["title"] for note in document["data"]] == ["Served"]
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
