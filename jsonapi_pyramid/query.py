@@ -18,7 +18,7 @@ from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .schema import column_kind
 from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .security import check_restricted_path
+from .acl import check_restricted_path
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
 

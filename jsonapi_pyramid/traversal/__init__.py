@@ -18,7 +18,8 @@ from __future__ import annotations
 from ..body import sent_data
 from ..contract import get_registry
 from ..loading import load_item
-from ..security import DEFAULT_ROOT_ACL, context_acl
+from ..acl import context_acl
+from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()
 
