@@ -30,6 +30,7 @@ from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRel
 from .security import Permission
 from .transformer import Transformer
 from .writes import add_write_check
+from .traversal import Root
 
 __version__ = "0.1.0"
 
@@ -141,8 +142,6 @@ def _request_id(request) -> str:
 
 def includeme(config):
     """Turn the library on: the root factory, the views, error rendering and negotiation."""
-    from .traversal import Root
-
     registry = Registry(parse_settings(config.get_settings()))
     config.registry.jsonapi = registry
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)

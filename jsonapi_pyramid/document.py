@@ -25,6 +25,7 @@ from .contract import ResourceDefinition
 from .loading import Loaded, id_getter, load_includes, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
 from .transformer import Transformer
+from .traversal import ApiRoot
 
 __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
 
@@ -99,8 +100,6 @@ def linkage_document(context, request) -> dict:
 
 def api_base(request) -> str:
     """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
-    from .traversal import ApiRoot
-
     return request.resource_url(find_interface(request.context, ApiRoot))
 
 

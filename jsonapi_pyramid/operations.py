@@ -33,11 +33,12 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
 from .body import request_data
-from .errors import MethodNotAllowed
+from .errors import method_not_allowed_view
 from .loading import Loaded
 from .query import parse_query
 from .security import Permission
 from .validation import resolve_identifiers
+from .traversal import Collection, Item
 
 __all__ = [
     "Operation",
@@ -98,8 +99,6 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
     named permission). ``validate``: ``(context, request) -> value`` run after authorization.
     ``name=""`` replaces the standard operation of that context and method for this type only.
     """
-    from .traversal import Collection, Item
-
     if on not in ON_CONTEXT:
         raise ConfigurationError(f"add_jsonapi_operation: on must be one of {ON_CONTEXT}, not {on!r}")
     if name in {"relationships"} or "/" in name:
@@ -134,11 +133,10 @@ def _fallbacks(config) -> set:
 
 
 def _method_not_allowed(on: str, name: str):
-    def operation_method_not_allowed(context, request):
-        allowed = [method for (where, op, method) in context.definition.operations if (where, op) == (on, name)]
-        raise MethodNotAllowed(request.method, allowed)
+    def allowed(context, request) -> list[str]:
+        return [method for (where, op, method) in context.definition.operations if (where, op) == (on, name)]
 
-    return operation_method_not_allowed
+    return method_not_allowed_view(allowed)
 
 
 # -- reading a request ---------------------------------------------------------------------------

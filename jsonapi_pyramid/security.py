@@ -33,6 +33,7 @@ from pyramid.request import RequestLocalCache
 
 # ACL-writing helpers: they live in ``acl``, importable from here as well (public API).
 from .acl import linkage_ids, sent_data, sent_linkage
+from .errors import Unauthorized
 
 __all__ = [
     "ALL_PERMISSIONS",
@@ -176,8 +177,6 @@ def credentials_tween_factory(handler, registry):
 
     Installed by ``config.include("jsonapi_pyramid")``; does nothing unless the application's
     security policy is a ``BearerTokenPolicy``."""
-    from .errors import Unauthorized
-
     policy = registry.queryUtility(ISecurityPolicy)
     if not isinstance(policy, BearerTokenPolicy):
         return handler

@@ -8,6 +8,7 @@ from pyramid.request import Request
 
 from ..contract import get_registry
 from ..renderer import MEDIA_TYPE
+from ..traversal import ApiRoot, Collection, Item, Related, Relationships, Root, ToManyLinkage, ToOneLinkage
 
 
 OPENAPI_VERSION = "3.1.0"
@@ -59,8 +60,6 @@ def anonymous_allowed(registry, definition, node: str, permission, relationship=
     operation is public (a token may still change what the caller sees); False: it needs a
     token; None: the ACL could not be evaluated without a real row (it raised), so it depends.
     """
-    from ..traversal import ApiRoot, Collection, Item, Related, Relationships, Root, ToManyLinkage, ToOneLinkage
-
     request = Request.blank("/")
     request.registry = registry
     try:

@@ -7,6 +7,7 @@ from typing import Any
 from ..contract import TOTAL_COUNT
 from .common import _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
+from ..validation import required_on_create, writable_attributes
 
 
 class ComponentsMixin:
@@ -76,8 +77,6 @@ class ComponentsMixin:
 
     def _writable_names(self, definition) -> tuple[set, set]:
         """(names a client may send, as the write path decides; names the transformer shows)."""
-        from ..validation import writable_attributes
-
         return set(writable_attributes(definition)), set(definition.attributes)
 
     def _resource_schemas(self, definition) -> None:
@@ -202,8 +201,6 @@ class ComponentsMixin:
     def _required_relationships(self, definition) -> list[str]:
         """Relationships a create must name: those the write path requires
         (``validation.required_on_create``) that no ``relationship_defaults`` fills in."""
-        from ..validation import required_on_create
-
         return [relationship.name for relationship in definition.relationships
                 if required_on_create(relationship) and relationship.name not in definition.relationship_defaults]
 

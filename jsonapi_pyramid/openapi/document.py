@@ -11,6 +11,7 @@ from .common import ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME, _ERROR_NAM
 from .components import ComponentsMixin
 from .parameters import ParametersMixin
 from .paths import PathsMixin
+from ..views import VIEWS
 
 
 def get_document(registry) -> dict:
@@ -43,8 +44,6 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
 
     # -- document -----------------------------------------------------------------------------
     def build(self) -> dict:
-        from ..views import VIEWS
-
         self._base_schemas()
         definitions = sorted(self.jsonapi.types.values(), key=lambda d: d.type)
         for definition in definitions:

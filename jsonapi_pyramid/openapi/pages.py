@@ -8,10 +8,11 @@ from pyramid.response import FileResponse, Response
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from ..contract import ActionOrder, get_registry
-from ..errors import MethodNotAllowed, NotFound
+from ..errors import NotFound, method_not_allowed_view
 from ..security import Permission
 from .common import DOCS_VIEW, DOCUMENT_VIEW, _ASSETS
 from .document import get_document
+from ..traversal import ApiRoot
 
 
 def _swagger_ui_dir() -> pathlib.Path | None:
@@ -90,15 +91,12 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def _get_only(context, request):
-    raise MethodNotAllowed(request.method, ["GET", "HEAD"])
+_get_only = method_not_allowed_view(["GET", "HEAD"])
 
 
 def includeme(config):
     """Register the document and the docs page as views of the ``api`` node, and build the
     document when the configuration commits (after every resource is resolved)."""
-    from ..traversal import ApiRoot
-
     for name, view in ((DOCUMENT_VIEW, document_view), (DOCS_VIEW, docs_view)):
         config.add_view(view, context=ApiRoot, name=name, request_method=("GET", "HEAD"), permission=Permission.VIEW)
         config.add_view(_get_only, context=ApiRoot, name=name, permission=NO_PERMISSION_REQUIRED)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from ..renderer import MEDIA_TYPE
 from .common import DOCS_VIEW, DOCUMENT_VIEW, ERROR_STATUSES, _ALWAYS, _ERROR_NAMES, _WITH_BODY, _camel, _component_key, _doc, _document_response, _example_id, _ref, _security, anonymous_allowed, members_stay_linked
+from ..traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
 
 
 class PathsMixin:
     # -- operations -----------------------------------------------------------------------------
     def _view_row(self, definition, context, method: str, permission) -> None:
-        from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
-
         T = definition.type
         item_path = f"{self.root}/{T}/{{id}}"
         id_param = self._id_param(definition)
@@ -211,8 +210,6 @@ class PathsMixin:
     def _other_views(self) -> None:
         """Named views on the root or the api node (a health check, say) that nothing above
         describes: found through Pyramid's introspector, documented by their docstrings."""
-        from ..traversal import ApiRoot, Root
-
         introspector = self.registry.introspector
         for entry in introspector.get_category("views") or []:
             view = entry["introspectable"]

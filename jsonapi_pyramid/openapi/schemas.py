@@ -6,6 +6,7 @@ from typing import Any
 import colander
 
 from ..schema import column_kind
+from ..validation import Confirmed, Exists, RequiredWith, Unique, Url
 
 
 def _validators(node) -> list:
@@ -45,8 +46,6 @@ def node_nullable(node) -> bool:
 
 def colander_to_schema(node) -> dict:
     """The JSON Schema (OpenAPI 3.1 dialect) of a colander node: type, format, limits, enum."""
-    from ..validation import Confirmed, Exists, RequiredWith, Unique, Url
-
     typ = node.typ
     schema: dict[str, Any]
     if isinstance(typ, colander.Mapping):
@@ -161,8 +160,6 @@ def example_for(node, variant: str = "create"):
     get the same example (a password and its confirmation match). ``variant`` ``update`` gives
     other texts than ``create``, so an update example does not collide with a unique value the
     create example made."""
-    from ..validation import Url
-
     explicit = getattr(node, "example", colander.null)
     if explicit is not colander.null:
         return explicit
