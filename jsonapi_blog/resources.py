@@ -78,7 +78,7 @@ def includeme(config):
         acl=user_acl,
         restricted={"email": email_is_queryable},  # emails are hidden: no probing by filter or sort
         filterable=USER_ATTRIBUTES + ("roles", "articles", "profile"),
-        sortable=USER_ATTRIBUTES,
+        sortable=USER_ATTRIBUTES + ("articles.count",),
         create=schemas.UserCreate,
         apply=schemas.apply_user,
     )
@@ -88,7 +88,7 @@ def includeme(config):
         acl=article_acl,
         visible=visible_articles,
         filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name"),
-        sortable=ARTICLE_ATTRIBUTES + ("author.name",),
+        sortable=ARTICLE_ATTRIBUTES + ("author.name", "comments.count", "tags.count"),
         create=schemas.ArticleCreate,
         update=schemas.ArticleUpdate,
         relationship_defaults={"author": caller_as_default},
@@ -103,5 +103,6 @@ def includeme(config):
         relationship_defaults={"author": caller_as_default},
     )
     config.add_jsonapi_resource(Tag, acl=role_or_tag_acl, create=schemas.TagCreate)
-    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True, create=schemas.UserProfileCreate)
+    config.add_jsonapi_resource(UserProfile, acl=profile_acl, visible=visible_profiles, client_ids=True, id_format="uuid",
+                                create=schemas.UserProfileCreate)
     config.add_jsonapi_resource(Token, acl=token_acl, visible=visible_tokens, filterable=(), sortable=("createdAt", "expiresAt"))

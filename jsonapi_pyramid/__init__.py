@@ -62,6 +62,8 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
+    # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
+    "max_filter_depth": 3,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
@@ -73,6 +75,9 @@ DEFAULTS = {
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
+    # An ``acl=`` is only enforced by a security policy; without one every write would be open.
+    # True: start anyway (the application enforces access some other way). README, "Security".
+    "allow_acl_without_policy": False,
 }
 
 #: The order of the action that resolves every declaration (``ActionOrder``).
@@ -127,6 +132,23 @@ def add_jsonapi_resource(config, model, **options):
     return definition
 
 
+def resolve(pyramid_registry) -> None:
+    """When the configuration commits: resolve every registration (whatever their order), then
+    refuse ACLs that nothing would enforce."""
+    from pyramid.interfaces import ISecurityPolicy
+
+    registry = get_registry(pyramid_registry)
+    registry.resolve()
+    with_acl = sorted(d.type for d in registry.types.values() if d.acl is not None)
+    if with_acl and pyramid_registry.queryUtility(ISecurityPolicy) is None and not registry.settings["allow_acl_without_policy"]:
+        raise ConfigurationError(
+            f"acl= is given for {', '.join(with_acl)} but no security policy is configured, so it would "
+            "not be enforced and every operation would be open: call config.set_security_policy(...) "
+            "(jsonapi_pyramid.security.BearerTokenPolicy, for instance), or set "
+            "jsonapi.allow_acl_without_policy = true if access is enforced some other way"
+        )
+
+
 def _request_id(request) -> str:
     # Kept in the environ: every attempt of a retried request (pyramid_retry) has the same id.
     request_id = request.environ.get("jsonapi.request_id")
@@ -161,4 +183,4 @@ def includeme(config):
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
-    config.action(("jsonapi", "resolve"), registry.resolve, order=RESOLVE_ORDER)
+    config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)

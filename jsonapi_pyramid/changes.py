@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sqlalchemy import inspect
+from sqlalchemy.orm import RelationshipDirection
+
 from .contract import get_registry
 
 if TYPE_CHECKING:
     from .validation import Changes
 
-__all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members"]
+__all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members", "set_relationship"]
 
 
 def assign_attributes(entity, attributes: dict, request) -> None:
@@ -29,7 +32,25 @@ def apply_changes(request, definition, entity, changes: Changes) -> None:
     if changes.attributes:
         apply(entity, changes.attributes, request)
     for relationship, value in changes.relationships:
-        setattr(entity, relationship.prop.key, value)
+        set_relationship(entity, relationship, value)
+
+
+def set_relationship(entity, relationship, value) -> None:
+    """Replace a relationship's value (an entity or None for a to-one, a list for a to-many).
+
+    A self-referential many-to-one between rows that exist is written as its foreign key: through
+    the relationship, SQLAlchemy's unit of work sees a row that is (or was) linked to itself
+    depend on itself and refuses to flush (``CircularDependencyError``)."""
+    prop = relationship.prop
+    mapper = inspect(type(entity))
+    if (prop.direction is RelationshipDirection.MANYTOONE and prop.mapper.base_mapper is mapper.base_mapper
+            and inspect(entity).persistent and (value is None or inspect(value).persistent)):
+        for local, remote in prop.local_remote_pairs:
+            key = mapper.get_property_by_column(local).key
+            setattr(entity, key, None if value is None else getattr(value, mapper.get_property_by_column(remote).key))
+        inspect(entity).session.expire(entity, [prop.key])  # read back from the key
+        return
+    setattr(entity, prop.key, value)
 
 
 def add_members(entity, relationship, members: list) -> None:

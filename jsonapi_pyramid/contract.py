@@ -24,12 +24,13 @@ from typing import Any
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
 from sqlalchemy.orm import ColumnProperty, aliased
+from sqlalchemy.sql.sqltypes import Integer, NullType, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, Readers, StatementCache, build_fields, column_kind, visibility_of
+from .schema import Field, Readers, StatementCache, attribute_sql, build_fields, column_kind, visibility_of
 from .transformer import Transformer, meta_method_name
 
-__all__ = ["ActionOrder", "Registry", "ResourceDefinition", "get_registry"]
+__all__ = ["ActionOrder", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 
 
 class ActionOrder(enum.IntEnum):
@@ -54,12 +55,42 @@ def _parse_int(value: str) -> int:
     return int(value)
 
 
-def _parse_uuid(value: str) -> str:
+def _parse_uuid(value: str) -> uuid.UUID:
+    """A native ``Uuid`` key: the ``uuid.UUID`` the column binds."""
+    return uuid.UUID(value) if len(value) == 36 else _reject(value)
+
+
+def _parse_uuid_text(value: str) -> str:
+    """A text key declared ``id_format="uuid"``: stored in its canonical text form."""
     return str(uuid.UUID(value)) if len(value) == 36 else _reject(value)
 
 
 def _reject(value: str):
     raise ValueError(value)
+
+
+def _id_rule(model: type, column, declared: str | None) -> tuple[str, Callable[[str], Any]]:
+    """(id format, parser of URL and payload ids into the key's Python value) of a primary key.
+
+    A text key holds UUIDs only when the column is ``Uuid`` or the registration says so
+    (``id_format="uuid"``): a ``String(36)`` may hold any text."""
+    column_type = column.type
+    native_uuid = isinstance(column_type, Uuid)
+    if declared is None:
+        declared = "integer" if isinstance(column_type, Integer) else "uuid" if native_uuid else "string"
+    if declared == "integer" and isinstance(column_type, Integer):
+        return declared, _parse_int
+    if declared == "uuid" and native_uuid:
+        return declared, _parse_uuid if column_type.as_uuid else _parse_uuid_text
+    if declared == "uuid" and isinstance(column_type, String):
+        return declared, _parse_uuid_text
+    if declared == "string" and isinstance(column_type, String):
+        return declared, str
+    raise ConfigurationError(
+        f"{model.__name__}: id_format={declared!r} does not fit its primary key column "
+        f"{column.name} ({column_type!r}); use 'integer' for integer keys, 'uuid' for Uuid or text "
+        "keys holding UUIDs, 'string' for text keys"
+    )
 
 
 class ResourceDefinition:
@@ -114,6 +145,7 @@ class ResourceDefinition:
         #: the id's value from a string, by the id's type, forgiving spelling (filter values);
         #: ``parse_id`` is the strict rule for ids that name a resource
         self.parse_id_value: Callable[[str], Any] = _parse_int
+        self.id_generated = True
         self.attributes: tuple[str, ...] = ()
         #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple | None = None
@@ -141,19 +173,19 @@ class ResourceDefinition:
         if mapper is None:
             raise ConfigurationError(f"{model.__name__} is not a mapped SQLAlchemy class")
         if len(mapper.primary_key) != 1:
-            raise ConfigurationError(f"{model.__name__}: a resource needs a single-column primary key")
+            columns = ", ".join(column.name for column in mapper.primary_key)
+            raise ConfigurationError(
+                f"{model.__name__}: a resource needs a single-column primary key, not a composite one "
+                f"({columns}); give the table a surrogate key and a unique constraint over these columns"
+            )
         column = mapper.primary_key[0]
         self.id_column = column
         self.id_attribute = mapper.get_property_by_column(column).key
         self.id_kind = column_kind(column.type)
-        if self.id_format is None:
-            if self.id_kind == "integer":
-                self.id_format = "integer"
-            elif self.id_kind == "uuid" or (self.id_kind in ("string", "enum") and column.type.length == 36):
-                self.id_format = "uuid"
-            else:
-                self.id_format = "string"
-        self.parse_id_value = {"integer": _parse_int, "uuid": _parse_uuid}.get(self.id_format, str)
+        self.id_format, self.parse_id_value = _id_rule(model, column, self.id_format)
+        # Does the server make ids? (a default, a server default, or an integer key the database counts)
+        self.id_generated = (column.default is not None or column.server_default is not None
+                             or (isinstance(column.type, Integer) and column.autoincrement in ("auto", True)))
 
         factory = getattr(model, "transformer", None)
         if factory is None:
@@ -212,7 +244,7 @@ class ResourceDefinition:
         return tuple(getattr(self.model, key).label(key) for key in keys)
 
     def resolve_links(self, registry: "Registry") -> None:
-        """Second pass, once every type is known: relationships and filter/sort declarations."""
+        """Second pass, once every type is known: the relationships."""
         for name in self.relationship_defaults:
             if name not in self.relationships:
                 raise ConfigurationError(f"{self.type}: relationship_defaults names {name!r}, not a relationship")
@@ -220,10 +252,17 @@ class ResourceDefinition:
             if relationship.name in self.attributes:
                 raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")
             relationship.resolve(self, registry)
+
+    def resolve_paths(self, registry: "Registry") -> None:
+        """Third pass, once every relationship is bound: filter and sort declarations (a dotted
+        path may run through types registered after this one)."""
+        # by default every attribute that SQL can compute; declared ones are checked below
+        computed = {name: attribute_sql(self.model, self.entity_attribute(name)) for name in self.attributes}
+        comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], NullType))
         self.filterable = (
-            self._filterable if self._filterable is not None else self.attributes + self.relationships.names()
+            self._filterable if self._filterable is not None else comparable + self.relationships.names()
         )
-        self.sortable = self._sortable if self._sortable is not None else self.attributes
+        self.sortable = self._sortable if self._sortable is not None else tuple(n for n, sql in computed.items() if sql)
         for kind, paths in (("filterable", self.filterable), ("sortable", self.sortable)):
             for path in paths:
                 self._check_path(registry, kind, path)
@@ -231,15 +270,33 @@ class ResourceDefinition:
     def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
+        if kind == "filterable" and parts[0] in ("and", "or", "not"):
+            raise ConfigurationError(f"{self.type}: filterable {path!r}: and, or, not are keys of the filter language")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             relationship = definition.relationships.get(part)
+            if kind == "sortable" and index == 0 and relationship is not None and relationship.many and parts[1:] == ["count"]:
+                return  # the number of visible members (``sort=-comments.count``)
             if relationship is not None:
                 if kind == "sortable" and (relationship.many or last):
-                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one links")
+                    raise ConfigurationError(f"{self.type}: sortable {path!r} must end in an attribute through to-one "
+                                             "links, or be <to-many relationship>.count")
                 definition = relationship.target_definition
                 continue
-            if last and (part in definition.attributes or part == "id"):
+            if last and part == "id":
+                return
+            if last and part in definition.attributes:
+                sql = attribute_sql(definition.model, definition.entity_attribute(part))
+                if sql is None:
+                    raise ConfigurationError(
+                        f"{self.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is not a column, "
+                        "column_property or hybrid_property with a SQL expression, so SQL cannot compare or sort it"
+                    )
+                if kind == "filterable" and isinstance(sql[1], NullType):
+                    raise ConfigurationError(
+                        f"{self.type}: filterable {path!r}: the SQL expression of {part!r} has no type, so filter "
+                        "values cannot be parsed; give it one (func.length(x, type_=Integer), type_coerce(...))"
+                    )
                 return
             raise ConfigurationError(
                 f"{self.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
@@ -321,6 +378,8 @@ class Registry:
             definition.resolve_own()
         for definition in self.types.values():
             definition.resolve_links(self)
+        for definition in self.types.values():
+            definition.resolve_paths(self)
         self.resolved = True
 
 

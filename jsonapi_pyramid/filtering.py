@@ -1,18 +1,155 @@
-"""The filter compiler: one ``FilterTerm`` of a ``QueryPlan`` to a SQL criterion.
+"""The filter compiler: the filter nodes of a ``QueryPlan`` (``filter_syntax``) to SQL criteria.
 
 Paths through relationships become EXISTS subqueries (or ``fk IN (SELECT ...)`` where that is
 the same answer) holding the related type's visibility, so a hidden row never matches and rows
-are never duplicated. Every value is a bound parameter (``jsonapi_filter_<n>``), so a statement
-built for one request's filter runs again with another request's values.
+are never duplicated. Quantifiers are EXISTS / NOT EXISTS, counts correlated ``COUNT(*)``
+subqueries, both with the visibility of the rows they look at. Every value is a bound parameter
+(``jsonapi_filter_<n>``, numbered depth-first), so a statement built for one request's filter
+runs again with another request's values (``filter_shape`` is what such a statement depends on).
+
+Truth values: a term on a NULL column is false (``ne``, ``nin`` and ``isnull=true`` are exact
+complements and so true there); SQL's third value (unknown) only matters under a negation, so
+``not`` and ``all`` negate ``COALESCE(criterion, false)``.
 """
 from __future__ import annotations
 
-from sqlalchemy import String, and_, bindparam, func, not_, or_, select, true
+from itertools import count as numbering
+
+from sqlalchemy import Boolean, String, and_, bindparam, false, func, not_, or_, select, true
 
 from .contract import ResourceDefinition
+from .filter_syntax import CountTerm, Group, Quantified
 from .query import FilterTerm
 
-__all__ = ["bound_filter_value", "filter_criterion"]
+__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filter_visibilities",
+           "filters_criterion", "related_count"]
+
+
+# -- the tree --------------------------------------------------------------------------------------
+
+def _leaves(nodes):
+    """Terms and counts of ``nodes``, depth-first (the order of their parameter numbers)."""
+    for node in nodes:
+        if isinstance(node, (Group, Quantified)):
+            yield from _leaves(node.members)
+        else:
+            yield node
+
+
+def filter_parameters(nodes, dialect: str) -> dict:
+    """The bound values of ``nodes``: ``jsonapi_filter_<n>`` of each term and count."""
+    parameters = {}
+    for index, leaf in enumerate(_leaves(nodes)):
+        if isinstance(leaf, CountTerm):
+            parameters[f"jsonapi_filter_{index}"] = leaf.value
+        elif leaf.operator != "isnull":
+            parameters[f"jsonapi_filter_{index}"] = bound_filter_value(leaf.operator, leaf.value, dialect)
+    return parameters
+
+
+def filter_shape(nodes) -> tuple:
+    """What a statement compiled from ``nodes`` depends on, values aside (a cache key)."""
+    shape = []
+    for node in nodes:
+        if isinstance(node, Group):
+            shape.append((node.kind, filter_shape(node.members)))
+        elif isinstance(node, Quantified):
+            shape.append((node.path, node.quantifier, filter_shape(node.members)))
+        elif isinstance(node, CountTerm):
+            shape.append((node.path, "count", node.operator))
+        else:
+            shape.append((node.path, node.operator, node.value if node.operator == "isnull" else None))
+    return tuple(shape)
+
+
+def filter_visibilities(request, definition, nodes) -> list:
+    """The visibility criterion of every resource type a compiled ``nodes`` looks at through
+    relationships, in a fixed order (with ``filter_shape``, what a kept statement depends on)."""
+    criteria = []
+    for node in nodes:
+        path = node.path if not isinstance(node, Group) else ()
+        current = definition
+        for name in path:
+            relationship = current.relationships.get(name)
+            if relationship is None:
+                break
+            current = relationship.target_definition
+            criteria.append(current.visibility(request))
+        if isinstance(node, (Group, Quantified)):
+            criteria.extend(filter_visibilities(request, current, node.members))
+    return criteria
+
+
+def filters_criterion(request, definition: ResourceDefinition, nodes):
+    """The conjunction of the top-level filter ``nodes`` (None when there are none)."""
+    if not nodes:
+        return None
+    return _conjunction(request, definition, nodes, numbering())
+
+
+def _conjunction(request, definition, nodes, numbers):
+    criteria = [_node(request, definition, node, numbers) for node in nodes]
+    return criteria[0] if len(criteria) == 1 else and_(*criteria)
+
+
+def _definite(criterion):
+    """``criterion`` with unknown (NULL) read as false: safe to negate."""
+    return func.coalesce(criterion, false(), type_=Boolean)
+
+
+def _node(request, definition, node, numbers):
+    if isinstance(node, Group):
+        if node.kind == "not":
+            return not_(_definite(_conjunction(request, definition, node.members, numbers)))
+        members = [_node(request, definition, member, numbers) for member in node.members]
+        return and_(*members) if node.kind == "and" else or_(*members)
+    if isinstance(node, Quantified):
+        return _quantified(request, definition, node, numbers)
+    name = f"jsonapi_filter_{next(numbers)}"
+    if isinstance(node, CountTerm):
+        return _through(request, definition, node.path,
+                        lambda accessor, _target, visible: _compare(_count_of(accessor, visible), node.operator,
+                                                                    node.value, "", name))
+    return filter_criterion(request, definition, node, name)
+
+
+def _through(request, definition, path, last):
+    """A criterion on rows of ``definition``: EXISTS through every relationship of ``path`` but
+    the last (with each target's visibility), then ``last(accessor, target, visible)``."""
+    relationship = definition.relationships[path[0]]
+    target = relationship.target_definition
+    accessor = getattr(definition.model, relationship.prop.key)
+    visible = target.visibility(request)
+    visible = visible if visible is not None else true()
+    if len(path) == 1:
+        return last(accessor, target, visible)
+    exists = accessor.any if relationship.many else accessor.has
+    return exists(and_(_through(request, target, path[1:], last), visible))
+
+
+def _quantified(request, definition, node: Quantified, numbers):
+    def last(accessor, target, visible):
+        inner = _conjunction(request, target, node.members, numbers)
+        if node.quantifier == "all":  # no visible related row fails the terms
+            return not_(accessor.any(and_(visible, not_(_definite(inner)))))
+        exists = accessor.any(and_(inner, visible))
+        return exists if node.quantifier == "any" else not_(exists)
+
+    return _through(request, definition, node.path, last)
+
+
+def related_count(request, definition, name: str):
+    """The correlated ``(SELECT count(*) ...)`` of the visible members of the to-many
+    relationship ``name`` of a row of ``definition``: hidden ones never count."""
+    relationship = definition.relationships[name]
+    visible = relationship.target_definition.visibility(request)
+    return _count_of(getattr(definition.model, relationship.prop.key), visible if visible is not None else true())
+
+
+def _count_of(accessor, visible):
+    # ``any()`` builds the correlated EXISTS through the mapping (association tables, the
+    # aliasing of a self-referential relationship); its SELECT, counting, is the count.
+    return accessor.any(visible).element.element.with_only_columns(func.count()).scalar_subquery()
 
 
 def _escape_like(value: str) -> str:

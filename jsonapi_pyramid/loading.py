@@ -21,8 +21,8 @@ from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
-from .pagination import CursorPage, OrderKey, load_cursor_page
-from .filtering import bound_filter_value, filter_criterion
+from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
+from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
 from .query import QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
@@ -71,8 +71,9 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None) -
     criterion = definition.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
-    for index, term in enumerate(plan.filters):
-        statement = statement.where(filter_criterion(request, definition, term, f"jsonapi_filter_{index}"))
+    filtered = filters_criterion(request, definition, plan.filters)
+    if filtered is not None:
+        statement = statement.where(filtered)
     return _apply_sort(request, definition, plan, statement)
 
 
@@ -83,6 +84,9 @@ def _apply_sort(request, definition, plan, statement):
     keys = []
     joined = set()
     for key in plan.sort:
+        if is_count_key(definition, key.path):  # a correlated count: never NULL, no join
+            keys.append(OrderKey(related_count(request, definition, key.path[0]), key.descending))
+            continue
         current = definition
         through = False
         for name in key.path[:-1]:
@@ -145,10 +149,7 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
         parameters["jsonapi_parent_id"] = parent[2]
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
     if plan.filters:
-        dialect = request.dbsession.get_bind().dialect.name
-        for index, term in enumerate(plan.filters):
-            if term.operator != "isnull":
-                parameters[f"jsonapi_filter_{index}"] = bound_filter_value(term.operator, term.value, dialect)
+        parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
 
     def build():
         statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
@@ -168,7 +169,7 @@ def _page_key(request, definition, plan, parent, columns) -> tuple:
     the dialect when filters compile per dialect."""
     return ("page", definition, columns is definition.record_columns,
             None if parent is None else (parent[0], parent[1].name),
-            tuple((term.path, term.operator, term.value if term.operator == "isnull" else None) for term in plan.filters),
+            filter_shape(plan.filters),
             tuple((key.path, key.descending) for key in plan.sort),
             request.dbsession.get_bind().dialect.name if plan.filters else None)
 

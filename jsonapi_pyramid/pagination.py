@@ -39,6 +39,7 @@ __all__ = [
     "CursorPage",
     "OrderKey",
     "check_cursor_sort",
+    "is_count_key",
     "keyset_criterion",
     "load_cursor_page",
     "max_size_error",
@@ -95,6 +96,8 @@ def check_cursor_sort(definition, sort) -> None:
     other sort answers the profile's unsupported-sort error (page pagination serves it)."""
     for key in sort:
         name = ".".join(key.path)
+        if is_count_key(definition, key.path):
+            continue  # an integer
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
@@ -102,6 +105,14 @@ def check_cursor_sort(definition, sort) -> None:
         if kind not in CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
+
+
+def is_count_key(definition, path: tuple) -> bool:
+    """Whether a sort ``path`` is ``<to-many relationship>.count`` (the number of visible members)."""
+    if len(path) != 2 or path[1] != "count":
+        return False
+    relationship = definition.relationships.get(path[0])
+    return relationship is not None and relationship.many
 
 
 # -- order keys and keyset SQL -----------------------------------------------------------------------

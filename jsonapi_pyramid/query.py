@@ -16,6 +16,7 @@ from typing import Any
 
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
+from .filter_syntax import parse_filters
 from .schema import column_kind
 from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .acl import check_restricted_path
@@ -78,7 +79,8 @@ class QueryPlan:
     fields: dict[str, frozenset] = field(default_factory=dict)  # type -> names
     metas: dict[str, tuple] = field(default_factory=dict)  # type -> meta field names
     sort: list[SortKey] = field(default_factory=list)
-    filters: list[FilterTerm] = field(default_factory=list)
+    #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
+    filters: list = field(default_factory=list)
     page: Page | None = None
 
     def wants_total(self, type_name: str) -> bool:
@@ -107,6 +109,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     plan = QueryPlan()
     seen = set()
     page_values = {}
+    filter_items: list[tuple[str, str]] = []
     try:
         items = list(request.GET.items())
     except UnicodeDecodeError:
@@ -120,19 +123,22 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             if _IMPLEMENTATION_SPECIFIC.search(base_name) and _MEMBER_NAME.fullmatch(name):
                 continue  # implementation-specific: ignored, as JSON:API 1.1 allows
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
+        if "\x00" in value:
+            raise BadRequest(f"{name!r} must not contain NUL characters.", parameter=name)
+        if base_name == "filter":  # any number of bracketed keys: ``filter_syntax``
+            if not collection:
+                raise BadRequest("'filter' applies to collections only.", parameter=name)
+            filter_items.append((name, value))
+            continue
         match = _FAMILY.match(name)
         if match is None:
             raise BadRequest(f"Malformed parameter {name!r}.", parameter=name)
-        if "\x00" in value:
-            raise BadRequest(f"{name!r} must not contain NUL characters.", parameter=name)
         family, key, op = match["family"], match["key"], match["op"]
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         if family in {"fields", "meta", "page"} and (not bracketed or op is not None or not key):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
-        if family == "filter" and not key:
-            raise BadRequest(f"Malformed parameter {name!r}: use filter[<field>] or filter[<field>][<op>].", parameter=name)
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
 
@@ -152,16 +158,17 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             plan.metas[key] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
         elif family == "sort":
             plan.sort = _parse_sort(definition, value, name)
-        elif family == "filter":
-            plan.filters.append(_parse_filter(registry, definition, name, key, op, value))
         elif family == "page":
             if key not in {"number", "size", "after", "before"}:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
             page_values[key] = (name, value)
-    for path, parameter in [(t.path, t.parameter) for t in plan.filters] + [(k.path, "sort") for k in plan.sort]:
-        check_restricted_path(request, definition, path, parameter)
-    if len(plan.filters) > settings["max_filters"]:
-        raise BadRequest(f"At most {settings['max_filters']} filter parameters are allowed.", parameter="filter")
+    if filter_items:
+        plan.filters = list(parse_filters(
+            registry, definition, filter_items,
+            lambda target, parameter, key, op, raw: _parse_filter(registry, target, parameter, key, op, raw),
+            lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
+    for key in plan.sort:
+        check_restricted_path(request, definition, key.path, "sort")
     if collection:
         plan.page = _parse_page(page_values, settings, profile_requested(request))
         if plan.page.cursor:
@@ -319,6 +326,8 @@ def _parse_value(raw: str, column_type, parse_id, parameter: str, kind: str | No
             return _parse_timestamp(raw)
         if kind == "date":
             return dt.date.fromisoformat(raw)
+        if kind == "time":
+            return dt.time.fromisoformat(raw)
         if kind == "uuid":
             return uuid.UUID(raw)
         if kind == "enum" and column_type.enums and raw not in column_type.enums:

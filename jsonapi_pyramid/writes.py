@@ -29,7 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .changes import add_members, apply_changes, remove_members
+from sqlalchemy.exc import CircularDependencyError
+
+from .changes import add_members, apply_changes, remove_members, set_relationship
+from .errors import ValidationFailed
 from .validation import validate_linkage, validate_resource
 
 __all__ = [
@@ -91,7 +94,7 @@ def create(write: Write):
         setattr(entity, definition.id_attribute, changes.id)
     apply_changes(request, definition, entity, changes)
     request.dbsession.add(entity)
-    request.dbsession.flush()
+    _flush(request, "/data/relationships")
     return entity
 
 
@@ -101,7 +104,7 @@ def update(write: Write):
     request, context = write.request, write.context
     changes = validate_resource(request, context.definition, write.data, entity=context.entity)
     apply_changes(request, context.definition, context.entity, changes)
-    request.dbsession.flush()
+    _flush(request, "/data/relationships")
     return context.entity
 
 
@@ -119,8 +122,8 @@ def replace_to_one(write: Write) -> None:
     _begin(write, "replace_to_one")
     context = write.context
     target = validate_linkage(write.request, context, write.data, mode="replace")
-    setattr(context.entity, context.relationship.prop.key, target)
-    write.request.dbsession.flush()
+    set_relationship(context.entity, context.relationship, target)
+    _flush(write.request, "/data")
 
 
 def add_to_many(write: Write) -> None:
@@ -129,7 +132,7 @@ def add_to_many(write: Write) -> None:
     context = write.context
     members = validate_linkage(write.request, context, write.data, mode="add")
     add_members(context.entity, context.relationship, members)
-    write.request.dbsession.flush()
+    _flush(write.request, "/data")
 
 
 def replace_to_many(write: Write) -> None:
@@ -137,8 +140,8 @@ def replace_to_many(write: Write) -> None:
     _begin(write, "replace_to_many")
     context = write.context
     members = validate_linkage(write.request, context, write.data, mode="replace")
-    setattr(context.entity, context.relationship.prop.key, members)
-    write.request.dbsession.flush()
+    set_relationship(context.entity, context.relationship, members)
+    _flush(write.request, "/data")
 
 
 def remove_from_many(write: Write) -> None:
@@ -148,3 +151,13 @@ def remove_from_many(write: Write) -> None:
     members = validate_linkage(write.request, context, write.data, mode="remove")
     remove_members(context.entity, context.relationship, members)
     write.request.dbsession.flush()
+
+
+def _flush(request, pointer: str) -> None:
+    """Flush, so that a constraint fails inside the request. Rows that would depend on each other
+    in a cycle the database cannot write in any order are the client's links: 422 at ``pointer``."""
+    try:
+        request.dbsession.flush()
+    except CircularDependencyError:
+        raise ValidationFailed([(pointer, "These links would make rows depend on each other in a cycle "
+                                          "that cannot be written.")]) from None

@@ -19,6 +19,7 @@ SECURITY_SCHEME = "bearerAuth"
 _ORDER_FILTERS = ("eq", "ne", "lt", "lte", "gt", "gte")
 _LIST_FILTERS = ("in", "nin")
 _TEXT_FILTERS = ("contains", "icontains", "startswith")
+_QUANTIFIED = {"any": "Some", "all": "Every", "none": "No"}
 
 # Every status the library can answer, with the situations that give it (CONTRACT.md section 3).
 ERROR_STATUSES = {

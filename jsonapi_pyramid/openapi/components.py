@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract import TOTAL_COUNT
+from ..jsontypes import attribute_sql_type
 from .common import _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
 from ..validation import required_on_create, writable_attributes
@@ -60,11 +61,11 @@ class ComponentsMixin:
         }
 
     def _attribute_schema(self, definition, name: str) -> dict:
-        field = definition.fields[name]
-        if field.column is None:
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        if sql_type is None:
             return {}
-        schema = _column_schema(field.column_type)
-        if field.nullable and "type" in schema:
+        schema = _column_schema(sql_type)
+        if nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
         return schema
 

@@ -68,7 +68,13 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
                     "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
                     "Extension supported: atomic operations (https://jsonapi.org/ext/atomic) on "
-                    f"`POST {self.root}/operations`."
+                    f"`POST {self.root}/operations`. "
+                    "Filters combine: terms are ANDed; `filter[or][<n>][...]` (members 0, 1, ...: each the AND of "
+                    "its terms), `filter[and][<n>][...]` and `filter[not][...]` group them; a to-many relationship "
+                    "takes `[any]`, `[all]`, `[none]` followed by filters of its type, and `[count][<op>]` "
+                    "(rows the caller may not see never match and never count). At most "
+                    f"{self.settings['max_filters']} terms, {self.settings['max_filter_depth']} levels of groups and "
+                    "quantifiers."
                 ),
             },
             "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from ..contract import TOTAL_COUNT
+from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from ..query import FILTER_OPERATORS
-from .common import _LIST_FILTERS, _ORDER_FILTERS, _TEXT_FILTERS, _component_key, _ref
+from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, _component_key, _ref
 from .schemas import _column_schema
 
 
@@ -101,6 +102,7 @@ class ParametersMixin:
                 if operator in _LIST_FILTERS:
                     parameter.update(style="form", explode=False)
                 params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
+            params.extend(self._quantifier_parameters(definition, path))
         max_size = self.settings["max_page_size"]
         params.append(self._param("page.number", {
             "name": "page[number]", "in": "query", "required": False, "description": "Page number, from 1.",
@@ -118,6 +120,35 @@ class ParametersMixin:
                 "schema": {"type": "string", "minLength": 1}}))
         return params
 
+    def _quantifier_parameters(self, definition, path: str) -> list:
+        """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
+        ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
+        target, many = definition, False
+        for part in path.split("."):
+            relationship = target.relationships.get(part)
+            if relationship is None:
+                return []
+            target, many = relationship.target_definition, relationship.many
+        if not many:
+            return []
+        T, params = definition.type, []
+        count = {"type": "integer", "minimum": 0, "maximum": 999999999}
+        for operator in (None, *COUNT_OPERATORS):
+            name = f"filter[{path}][count]" + (f"[{operator}]" if operator else "")
+            params.append(self._param(f"filter.{T}.{path}.count" + (f".{operator}" if operator else ""), {
+                "name": name, "in": "query", "required": False, "schema": count,
+                "description": f"The number of `{path}` the caller may see, {operator or 'eq'} this value."}))
+        for quantifier in QUANTIFIERS:
+            for field in list(dict.fromkeys(list(target.filterable) + ["id"])):
+                params.append(self._param(f"filter.{T}.{path}.{quantifier}.{field}", {
+                    "name": f"filter[{path}][{quantifier}][{field}]", "in": "query", "required": False,
+                    "schema": {"type": "string"},
+                    "description": f"{_QUANTIFIED[quantifier]} `{path}` the caller may see has `{field}` equal to this "
+                                   f"value. After `[{quantifier}]` come `{target.type}` filters of every form "
+                                   "(operators, groups, quantifiers); terms under one quantifier hold for the same "
+                                   "related resource."}))
+        return params
+
     def _filter_value_schema(self, definition, path: str) -> tuple[dict, bool, bool]:
         """(schema of a value, is it an id comparison, is it a text column)."""
         current = definition
@@ -132,6 +163,6 @@ class ParametersMixin:
             if part == "id":
                 return self._id_schema(current), True, False
             field = current.fields[part]
-            schema = _column_schema(field.column_type) if field.column is not None else {"type": "string"}
+            schema = _column_schema(field.sql_type) if field.sql_type is not None else {"type": "string"}
             return schema, False, field.kind in ("string", "enum")
         return {"type": "string"}, False, False

@@ -211,7 +211,6 @@ def example_for(node, variant: str = "create"):
 _KIND_SCHEMAS = {
     "boolean": {"type": "boolean"},
     "integer": {"type": "integer"},
-    "number": {"type": "number"},
     "datetime": {"type": "string", "format": "date-time"},
     "date": {"type": "string", "format": "date"},
     "time": {"type": "string", "format": "time"},
@@ -221,6 +220,11 @@ _KIND_SCHEMAS = {
 
 def _column_schema(column_type) -> dict:
     kind = column_kind(column_type)
+    if kind == "number" and column_type.asdecimal:
+        # Decimals are written as strings (no precision lost); a number is accepted on input too.
+        return {"type": "string", "format": "decimal", "pattern": "^-?[0-9]+(\\.[0-9]+)?$"}
+    if kind == "number":
+        return {"type": "number"}
     if kind in _KIND_SCHEMAS:
         return dict(_KIND_SCHEMAS[kind])
     if kind == "enum" and column_type.enums:

@@ -9,6 +9,7 @@ import colander
 from sqlalchemy import select
 
 from ..errors import BadRequest, Conflict, Forbidden
+from ..jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
 from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, max_linkage_items, read_linkage
 from .rules import run_schema
@@ -73,6 +74,9 @@ def _check_update_id(definition, data: dict, entity, failures: Failures) -> None
 
 def _client_id(definition, data: dict, failures: Failures):
     if "id" not in data:
+        if definition.client_ids and not definition.id_generated:
+            failures.add("/data/id", f"data.id is required: {definition.type} resources take client-generated "
+                                     f"ids and the server makes none.")
         return None
     if not definition.client_ids:
         # JSON:API: a server that does not accept client-generated ids answers 403.
@@ -117,24 +121,43 @@ def _validate_attributes(request, definition, data: dict, entity, failures: Fail
         failures.add("/data/attributes", "attributes must be an object.")
         return {}
     writable = writable_attributes(definition)
-    sent = {}
+    schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
+    bound = _schema(schema).bind(request=request, entity=entity, definition=definition) if schema is not None else None
+    sent, unchecked, wrong_type = {}, {}, set()
     for name, value in attributes.items():
         pointer = f"/data/attributes/{_escape(name)}"
-        if name in writable:
+        if name not in writable:
+            failures.add(pointer, f"{name!r} is read-only." if name in definition.attributes
+                         else f"{definition.type} has no attribute {name!r}.")
+            continue
+        node = bound.get(name) if bound is not None else None
+        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+        problem = check_json_type(json_kind(sql_type, node), value)
+        if problem is not None:
+            failures.add(pointer, f"{name} {problem}")
+            wrong_type.add(f"/{_escape(name)}")
+        elif node is not None:
             sent[name] = value
-        elif name in definition.attributes:
-            failures.add(pointer, f"{name!r} is read-only.")
-        else:
-            failures.add(pointer, f"{definition.type} has no attribute {name!r}.")
-    schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
-    if schema is None:
-        return sent
-    bound = _schema(schema).bind(request=request, entity=entity, definition=definition)
+        else:  # no colander node: the column's type converts it (strictly)
+            _decode_unchecked(name, value, sql_type, nullable, pointer, unchecked, failures)
+    if bound is None:
+        return unchecked
     values, schema_failures = run_schema(bound, sent, partial=entity is not None)
     for pointer, message in schema_failures:
-        failures.add("/data/attributes" + pointer, message)
-    # Attributes the schema does not know but ``writable=`` allows pass as sent.
-    return {**{k: v for k, v in sent.items() if k not in bound}, **values}
+        if "/" + pointer[1:].split("/")[0] not in wrong_type:  # a value of the wrong type is reported once
+            failures.add("/data/attributes" + pointer, message)
+    # Attributes the schema does not know but ``writable=`` allows pass, converted by their column.
+    return {**unchecked, **values}
+
+
+def _decode_unchecked(name: str, value, sql_type, nullable: bool, pointer: str, out: dict, failures: Failures) -> None:
+    if value is None and not nullable:
+        failures.add(pointer, f"{name} cannot be null.")
+        return
+    try:
+        out[name] = decode_value(sql_type, value)
+    except ValueError as exc:
+        failures.add(pointer, f"{name}: {exc}")
 
 
 # -- relationships in resource payloads ------------------------------------------------------

@@ -92,6 +92,7 @@ def test_the_wheel_holds_the_library_alone(dist):
     assert "jsonapi_pyramid/py.typed" in names
     assert "jsonapi_pyramid/scaffold/project/+package+/models.py_tmpl" in names
     assert "jsonapi_pyramid/views/read.py" in names  # subpackages too
+    assert "jsonapi_pyramid/testing/jsonapi-1.1.schema.json" in names  # the conformance kit's schema
     assert metadata["Version"] == jsonapi_pyramid.__version__
     unconditional = [r for r in metadata.get_all("Requires-Dist") if "extra ==" not in r]
     for name in ("argon2", "alembic", "waitress", "psycopg", "swagger"):

@@ -249,6 +249,12 @@ def test_query_parameters_of_a_list(document):
     assert "-createdAt" in sort and "author.name" in sort
     assert "filter.articles.createdAt.icontains" not in parameters  # text operators: text fields only
     assert parameters["filter.articles.createdAt.gte"]["schema"]["format"] == "date-time"
+    # quantifiers and counts of to-many relationships; groups in the API's description
+    assert {"filter[comments][any][body]", "filter[comments][all][author]", "filter[tags][none][name]",
+            "filter[comments][count]", "filter[comments][count][gte]"} <= names
+    assert not {"filter[author][any][name]", "filter[author][count]"} & names  # to-one: no quantifier
+    assert parameters["filter.articles.comments.count.gte"]["schema"]["type"] == "integer"
+    assert "filter[or][<n>]" in document["info"]["description"]
 
 
 def test_request_bodies_follow_the_colander_rules(document):

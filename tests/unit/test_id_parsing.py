@@ -29,7 +29,7 @@ class Numbered(Base):
 class Keyed(Base):
     __tablename__ = "keyed"
     __jsonapi_type__ = "keyed"
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)  # registered with id_format="uuid"
     transformer = classmethod(lambda cls: Plain())
 
 
@@ -40,8 +40,8 @@ class Named(Base):
     transformer = classmethod(lambda cls: Plain())
 
 
-def definition(model) -> ResourceDefinition:
-    resolved = ResourceDefinition(model)
+def definition(model, **options) -> ResourceDefinition:
+    resolved = ResourceDefinition(model, **options)
     resolved.resolve_own()
     return resolved
 
@@ -70,7 +70,7 @@ def test_an_id_that_is_not_a_string_is_refused():
 
 
 def test_uuid_ids_in_their_canonical_spelling():
-    keyed = definition(Keyed)
+    keyed = definition(Keyed, id_format="uuid")
     assert keyed.id_format == "uuid"
     assert keyed.parse_id(UUID) == UUID
 
@@ -79,7 +79,7 @@ def test_uuid_ids_in_their_canonical_spelling():
                                  f" {UUID}", UUID[:-1], "not-a-uuid"])
 def test_uuid_ids_in_another_spelling_are_refused(raw):
     with pytest.raises(ValueError):
-        definition(Keyed).parse_id(raw)
+        definition(Keyed, id_format="uuid").parse_id(raw)
 
 
 def test_string_ids_are_taken_as_they_are():
@@ -91,10 +91,10 @@ def test_string_ids_are_taken_as_they_are():
 
 def test_filter_values_parse_by_type_forgiving_spelling():
     # a filter compares values (like TRUE for booleans), it does not name one resource
-    assert definition(Keyed).parse_id_value(UUID.upper()) == UUID
+    assert definition(Keyed, id_format="uuid").parse_id_value(UUID.upper()) == UUID
     assert definition(Numbered).parse_id_value("06") == 6
 
 
 def test_identity_is_the_canonical_spelling():
     assert definition(Numbered).identity(Numbered(id=6)) == "6"
-    assert definition(Keyed).identity(Keyed(id=str(uuid.UUID(UUID)))) == UUID
+    assert definition(Keyed, id_format="uuid").identity(Keyed(id=str(uuid.UUID(UUID)))) == UUID

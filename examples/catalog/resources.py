@@ -1,0 +1,32 @@
+"""The catalogue's registrations: which types, which attributes a client may write, and how."""
+from __future__ import annotations
+
+import colander
+
+from .models import Book, Contribution, Genre, LibraryCard, Person, Publisher
+
+#: Attributes written without a colander schema are converted strictly from the column's type
+#: (jsonapi_pyramid.jsontypes): this is all the catalogue declares for most types.
+BOOK_WRITABLE = ("title", "summary", "pages", "price", "weight", "inPrint", "format", "publishedOn", "updatedAt",
+                 "details")
+
+
+class PersonCreate(colander.MappingSchema):
+    name = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=200))
+
+
+class GenreCreate(colander.MappingSchema):
+    name = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=100))
+
+
+def includeme(config):
+    config.add_jsonapi_resource(Publisher, client_ids=True, writable=("name", "opensAt"))
+    config.add_jsonapi_resource(Person, create=PersonCreate)
+    # A text key that holds UUIDs: said here, never guessed from String(36).
+    config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
+    config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
+                                sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name"),
+                                filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
+                                            "genres.parent.name", "publisher.name"))
+    config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate)
+    config.add_jsonapi_resource(Contribution, writable=("role",))

@@ -1,0 +1,201 @@
+"""Strict JSON types of attributes on input: which JSON value an attribute takes, and its Python value.
+
+An attribute's kind comes from the colander node that validates it (when the application gave a
+schema) or else from the SQL type behind it: a mapped column, a ``column_property`` or a
+``hybrid_property`` with a SQL expression. A value of the wrong JSON type is refused with a
+readable message and never converted: ``1999.7``, ``"1999"`` and ``true`` are not integers, ``1``
+is not a string, ``"true"`` is not a boolean.
+
+==================  ==================================================================
+kind                accepted JSON
+==================  ==================================================================
+``string``          a string (``Enum`` columns: one of its values)
+``integer``         a number without a fraction (``1999``; ``1999.0`` is the same JSON number)
+``number``          a number (``Float``)
+``decimal``         a number or a decimal string (``Numeric``: shown as a string, so it round-trips)
+``boolean``         ``true`` / ``false``
+``date``            ``"YYYY-MM-DD"``
+``date-time``       ISO 8601 (``Z`` or an offset; converted to naive UTC for naive columns)
+``time``            ``"HH:MM[:SS[.ffffff]]"``
+``uuid``            a UUID string
+``any``             any JSON (``JSON`` columns, attributes with no SQL type)
+==================  ==================================================================
+
+``null`` is for the schema and the column to judge (required, nullable), not for this module.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from typing import Any
+
+import colander
+from sqlalchemy import inspect
+from sqlalchemy.ext.hybrid import HybridExtensionType
+from sqlalchemy.sql import sqltypes
+
+__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "json_kind"]
+
+#: SQL types of numbers (SQLAlchemy 2.1's ``Float`` is no longer a ``Numeric``).
+NUMBER_TYPES = (sqltypes.Numeric, sqltypes.Float)
+
+_COLANDER_KINDS = (
+    (colander.Boolean, "boolean"),
+    (colander.Integer, "integer"),
+    (colander.Decimal, "decimal"),
+    (colander.Number, "number"),
+    (colander.DateTime, "date-time"),
+    (colander.Date, "date"),
+    (colander.Time, "time"),
+    (colander.String, "string"),
+    (colander.Mapping, "object"),
+    (colander.Sequence, "array"),
+    (colander.Tuple, "array"),
+)
+
+_JSON_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+               dict: "an object"}
+
+
+def attribute_sql_type(model: type, attribute: str) -> tuple[Any, bool]:
+    """(SQL type, nullable) of the entity attribute ``attribute``: a column, a ``column_property``
+    (its expression's type) or a hybrid with a SQL expression. (None, True) for anything else
+    (a plain Python property)."""
+    mapper = inspect(model)
+    prop = mapper.attrs.get(attribute)
+    if prop is not None and hasattr(prop, "columns"):
+        column = prop.columns[0]
+        return column.type, bool(getattr(column, "nullable", True))
+    descriptor = mapper.all_orm_descriptors.get(attribute)
+    if descriptor is not None and descriptor.extension_type is HybridExtensionType.HYBRID_PROPERTY:
+        try:
+            expression = getattr(model, attribute)
+        except Exception:  # noqa: BLE001 - a hybrid without a SQL form raises whatever its getter raises
+            return None, True
+        sql_type = getattr(expression, "type", None)
+        if sql_type is not None and not isinstance(sql_type, sqltypes.NullType):
+            return sql_type, True
+    return None, True
+
+
+def json_kind(sql_type=None, node=None) -> str:
+    """The kind (module table) of an attribute validated by colander ``node`` and/or stored in
+    ``sql_type``. The node wins: it is what the application declared for input."""
+    if node is not None:
+        for colander_type, kind in _COLANDER_KINDS:
+            if isinstance(node.typ, colander_type):
+                return kind
+    if sql_type is None:
+        return "any"
+    if isinstance(sql_type, sqltypes.Boolean):
+        return "boolean"
+    if isinstance(sql_type, sqltypes.Integer):
+        return "integer"
+    if isinstance(sql_type, NUMBER_TYPES):
+        return "decimal" if getattr(sql_type, "asdecimal", False) else "number"
+    if isinstance(sql_type, sqltypes.DateTime):
+        return "date-time"
+    if isinstance(sql_type, sqltypes.Date):
+        return "date"
+    if isinstance(sql_type, sqltypes.Time):
+        return "time"
+    if isinstance(sql_type, sqltypes.Uuid):
+        return "uuid"
+    if isinstance(sql_type, sqltypes.JSON):
+        return "any"
+    if isinstance(sql_type, sqltypes.String):  # Enum, Text, Unicode
+        return "string"
+    return "any"
+
+
+def _describe(value) -> str:
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def check_json_type(kind: str, value) -> str | None:
+    """None when the JSON ``value`` fits ``kind`` (``null`` always does here), else why not."""
+    if value is None or kind == "any":
+        return None
+    if kind == "boolean":
+        ok = isinstance(value, bool)
+    elif kind == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+    elif kind == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif kind == "decimal":
+        ok = isinstance(value, (int, float, str)) and not isinstance(value, bool)
+    elif kind == "object":
+        ok = isinstance(value, dict)
+    elif kind == "array":
+        ok = isinstance(value, list)
+    else:  # string, date, date-time, time, uuid
+        ok = isinstance(value, str)
+    if ok:
+        return None
+    wanted = {"integer": "an integer", "number": "a number", "decimal": "a number or a decimal string",
+              "boolean": "true or false", "object": "an object", "array": "an array", "date": "a date string (YYYY-MM-DD)",
+              "date-time": "a date-time string (ISO 8601)", "time": "a time string (HH:MM:SS)",
+              "uuid": "a UUID string"}.get(kind, "a string")
+    shown = "a number with a fraction" if kind == "integer" and isinstance(value, float) else _describe(value)
+    return f"must be {wanted}, not {shown}."
+
+
+def decode_value(sql_type, value):
+    """The Python value of a JSON ``value`` already checked by ``check_json_type`` for an attribute
+    stored as ``sql_type`` (for attributes no colander node converts). ValueError with a readable
+    message when a string does not parse."""
+    if value is None or sql_type is None:
+        return value
+    try:
+        if isinstance(sql_type, sqltypes.Boolean):
+            return value
+        if isinstance(sql_type, sqltypes.Integer):
+            return int(value)
+        if isinstance(sql_type, NUMBER_TYPES):
+            return _decimal(value) if getattr(sql_type, "asdecimal", False) else float(value)
+        if isinstance(sql_type, sqltypes.DateTime):
+            return _timestamp(value, aware=bool(sql_type.timezone))
+        if isinstance(sql_type, sqltypes.Date):
+            if len(value) != 10:
+                raise ValueError
+            return dt.date.fromisoformat(value)
+        if isinstance(sql_type, sqltypes.Time):
+            return dt.time.fromisoformat(value)
+        if isinstance(sql_type, sqltypes.Uuid):
+            parsed = uuid.UUID(value)
+            return parsed if sql_type.as_uuid else str(parsed)
+    except (ValueError, TypeError, decimal.InvalidOperation):
+        raise ValueError(f"{value!r} is not {_article(sql_type)}.") from None
+    if isinstance(sql_type, sqltypes.Enum) and sql_type.enums and value not in sql_type.enums:
+        raise ValueError(f"must be one of {', '.join(map(repr, sql_type.enums))}, not {value!r}.")
+    return value
+
+
+def _decimal(value) -> decimal.Decimal:
+    parsed = decimal.Decimal(str(value))
+    if not parsed.is_finite():
+        raise ValueError(value)
+    return parsed
+
+
+def _timestamp(value: str, *, aware: bool) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)  # no offset: taken as UTC, as the output shows it
+    parsed = parsed.astimezone(dt.timezone.utc)
+    return parsed if aware else parsed.replace(tzinfo=None)
+
+
+def _article(sql_type) -> str:
+    if isinstance(sql_type, NUMBER_TYPES):
+        return "a decimal number"
+    if isinstance(sql_type, sqltypes.DateTime):
+        return "a date-time (ISO 8601)"
+    if isinstance(sql_type, sqltypes.Date):
+        return "a date (YYYY-MM-DD)"
+    if isinstance(sql_type, sqltypes.Time):
+        return "a time (HH:MM:SS)"
+    if isinstance(sql_type, sqltypes.Uuid):
+        return "a UUID"
+    return "a valid value"

@@ -1,0 +1,190 @@
+"""The generated checks, one function per case kind: ``check(kit, definition)``.
+
+Each makes the resources it needs through the API (the application's factories), so the writes
+are checked as much as the reads; the expected statuses come from the registration and the
+mapping (a NOT NULL link cannot be cleared: 422), never from the application under test.
+"""
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.orm import RelationshipDirection
+
+from ..jsontypes import attribute_sql_type, check_json_type, json_kind
+from ..validation import writable_attributes
+
+__all__ = ["crud", "errors", "filter", "pages", "relationship", "sort"]
+
+#: A value of the wrong JSON type for each kind of attribute.
+_WRONG_VALUE = {"string": 12345, "date": 20200131, "date-time": True, "time": 1030, "uuid": 7,
+                "integer": "12", "number": "1.5", "decimal": True, "boolean": "true",
+                "object": [], "array": {}}
+
+
+def crud(kit, definition) -> None:
+    """POST (201, Location) -> GET (the same resource) -> PATCH (200, the values sent) -> DELETE
+    (204) -> GET (404)."""
+    type_name = definition.type
+    sent = kit.payload(type_name)
+    created = kit.client.post(kit.url(type_name), sent, 201).json["data"]
+    assert created["type"] == type_name
+    _assert_shows(created, sent)
+    url = created["links"]["self"]
+    assert kit.client.get(url).json["data"] == created
+    change = kit.payload(type_name)
+    update = {"type": type_name, "id": created["id"], "attributes": change.get("attributes", {})}
+    updated = kit.client.patch(url, update, 200).json["data"]
+    _assert_shows(updated, update)
+    assert kit.client.get(url).json["data"] == updated
+    kit.client.delete(url)
+    kit.client.get(url, status=404)
+
+
+def _assert_shows(resource: dict, sent: dict) -> None:
+    shown = resource.get("attributes", {})
+    for name, value in sent.get("attributes", {}).items():
+        if name in shown:  # write-only attributes are never shown
+            assert shown[name] == value, f"{resource['type']}.{name}: sent {value!r}, shown {shown[name]!r}"
+    if "id" in sent:
+        assert resource["id"] == sent["id"]
+
+
+def errors(kit, definition) -> None:
+    """Error documents: unknown members and wrong JSON types are 422 at their pointers, an unknown
+    id is 404, an unknown sort field is 400 naming ``sort``."""
+    type_name = definition.type
+    url = kit.url(type_name)
+    base = kit.payload(type_name)
+    _expect_pointer(kit.client.post(url, {**base, "type": "jsonapiKitUnknownType"}, 422), "/data/type")
+    attributes = {**base.get("attributes", {}), "jsonapiKitUnknown": 1}
+    _expect_pointer(kit.client.post(url, {**base, "attributes": attributes}, 422), "/data/attributes/jsonapiKitUnknown")
+    relationships = {**base.get("relationships", {}), "jsonapiKitUnknown": {"data": None}}
+    _expect_pointer(kit.client.post(url, {**base, "relationships": relationships}, 422),
+                    "/data/relationships/jsonapiKitUnknown")
+    schema = definition.create_schema
+    node_of = (schema() if isinstance(schema, type) else schema) if schema is not None else None
+    for name in writable_attributes(definition):
+        node = node_of.get(name) if node_of is not None else None
+        kind = json_kind(attribute_sql_type(definition.model, definition.entity_attribute(name))[0], node)
+        wrong = _WRONG_VALUE.get(kind)
+        if wrong is None or check_json_type(kind, wrong) is None:
+            continue  # any JSON is accepted
+        payload = {**base, "attributes": {**base.get("attributes", {}), name: wrong}}
+        _expect_pointer(kit.client.post(url, payload, 422), f"/data/attributes/{name}")
+    kit.client.get(kit.url(type_name, _missing_id(definition)), status=404)
+    response = kit.client.get(url, status=400, params={"sort": "jsonapiKitUnknown"})
+    assert [e.get("source", {}).get("parameter") for e in response.json["errors"]] == ["sort"]
+
+
+def _expect_pointer(response, pointer: str) -> None:
+    pointers = [error.get("source", {}).get("pointer") for error in response.json["errors"]]
+    assert pointer in pointers, f"expected an error at {pointer}, got {pointers}"
+
+
+def _missing_id(definition) -> str:
+    if definition.id_format == "integer":
+        return "987654321"
+    if definition.id_format == "uuid":
+        return str(uuid.UUID(int=0))
+    return "jsonapi-kit-missing"
+
+
+def filter(kit, definition) -> None:  # noqa: A001 - the case's name
+    """Every declared filter path answers 200; on an attribute or a relationship the created
+    resource is found by its own value (``[eq]``), ``filter[id]`` finds exactly it."""
+    type_name = definition.type
+    resource = kit.create_resource(type_name)
+    kit.create_resource(type_name)
+    url = kit.url(type_name)
+    found = _ids(kit.client.get(url, params={"filter[id]": resource["id"]}))
+    assert found == [resource["id"]]
+    for path in definition.filterable:
+        parameter = f"filter[{path}]"
+        value = _filter_value(kit, definition, resource, path)
+        if value is None:
+            kit.client.get(url, params={f"{parameter}[isnull]": "false"})
+            continue
+        assert resource["id"] in _ids(kit.client.get(url, params={f"{parameter}[eq]": value})), parameter
+
+
+def _filter_value(kit, definition, resource: dict, path: str) -> str | None:
+    """The created resource's own value of ``path`` as a filter value, None when there is none
+    to compare (a dotted path, null, JSON, a relationship with nothing linked)."""
+    if "." in path:
+        return None
+    relationship = definition.relationships.get(path)
+    if relationship is not None:
+        linkage = kit.client.get(kit.url(definition.type, resource["id"], "relationships", path)).json["data"]
+        linkage = linkage if isinstance(linkage, list) else [linkage] if linkage else []
+        return linkage[0]["id"] if linkage else None
+    value = resource.get("attributes", {}).get(path)
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _ids(response) -> list[str]:
+    return [item["id"] for item in response.json["data"]]
+
+
+def sort(kit, definition) -> None:
+    """Every declared sort field, both directions: 200 with every resource once."""
+    type_name = definition.type
+    made = {kit.create_resource(type_name)["id"] for _ in range(2)}
+    for field in definition.sortable:
+        for key in (field, f"-{field}"):
+            ids = _ids(kit.client.get(kit.url(type_name), params={"sort": key, "page[size]": "100"}))
+            assert made <= set(ids) and len(ids) == len(set(ids)), key
+
+
+def pages(kit, definition) -> None:
+    """A list with every relationship included costs as many statements for a page of one as for a
+    page of three."""
+    type_name = definition.type
+    for _ in range(3):
+        kit.create_resource(type_name)
+    include = ",".join(definition.relationships.names()[:kit.registry.settings["max_include_paths"]])
+    counts = []
+    for size in ("1", "3"):
+        params = {"page[size]": size, **({"include": include} if include else {})}
+        with kit.client.statements() as seen:
+            response = kit.client.get(kit.url(type_name), params=params)
+        assert len(response.json["data"]) == int(size)
+        counts.append(len(seen))
+    assert counts[0] == counts[1], f"{type_name}: {counts[0]} statements for a page of 1, {counts[1]} for 3"
+
+
+def relationship(kit, definition, declared) -> None:
+    """The related and linkage reads, the include, and every write the relationship takes:
+    to-many add / replace / remove, to-one replace / clear, with the statuses the mapping implies."""
+    owner = kit.create(definition.type)
+    client, name = kit.client, declared.name
+    item = kit.url(definition.type, owner["id"])
+    linkage_url = kit.url(definition.type, owner["id"], "relationships", name)
+    client.get(f"{item}/{name}")
+    client.get(linkage_url)
+    target = kit.create(declared.target_definition.type)
+    if declared.many:
+        added = client.post(linkage_url, [target], 200).json["data"]
+        assert _identifier(target) in [_identifier(i) for i in added]
+        client.patch(linkage_url, [{"type": i["type"], "id": i["id"]} for i in added], 200)
+        document = client.get(item, params={"include": name}).json
+        assert _identifier(target) in [_identifier(i) for i in document["data"]["relationships"][name]["data"]]
+        assert _identifier(target) in [_identifier(i) for i in document.get("included", [])]
+        unlinkable = declared.prop.direction is not RelationshipDirection.ONETOMANY or all(
+            remote.nullable for _local, remote in declared.prop.local_remote_pairs)
+        removed = client.delete(linkage_url, [target], 200 if unlinkable else 422)
+        if unlinkable:
+            assert _identifier(target) not in [_identifier(i) for i in removed.json["data"]]
+        return
+    client.patch(linkage_url, target, 204)
+    assert _identifier(client.get(linkage_url).json["data"]) == _identifier(target)
+    document = client.get(item, params={"include": name}).json
+    assert _identifier(document["data"]["relationships"][name]["data"]) == _identifier(target)
+    client.patch(linkage_url, None, 204 if declared.nullable else 422)
+
+
+def _identifier(item: dict) -> tuple:
+    return item["type"], item["id"]

@@ -1,0 +1,95 @@
+"""A WebTest client that validates every JSON:API document it receives."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import pathlib
+
+__all__ = ["SCHEMA_PATH", "Client", "check_document", "schema_validator"]
+
+MEDIA_TYPE = "application/vnd.api+json"
+#: The JSON:API 1.1 schema (JSON Schema 2020-12), shipped with the package.
+SCHEMA_PATH = pathlib.Path(__file__).with_name("jsonapi-1.1.schema.json")
+
+
+@functools.lru_cache(maxsize=1)
+def schema_validator():
+    """A ``jsonschema`` validator of JSON:API 1.1 documents (formats checked)."""
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def check_document(response) -> None:
+    """Assert that a response with a JSON:API body is a valid JSON:API 1.1 document (plus the
+    "included needs data" rule the schema's draft-07 ``dependencies`` no longer expresses)."""
+    if not response.body:
+        return
+    content_type = response.headers.get("Content-Type", "")
+    assert content_type.startswith(MEDIA_TYPE), f"{response.request.path_qs}: Content-Type {content_type!r}"
+    document = json.loads(response.body)
+    errors = sorted(schema_validator().iter_errors(document), key=lambda e: list(e.path))
+    assert not errors, f"{response.request.path_qs}: invalid JSON:API document: " + "; ".join(
+        f"{list(e.path)}: {e.message[:200]}" for e in errors[:5])
+    if "included" in document:
+        assert "data" in document, "a document with included must have data"
+    if "errors" in document:
+        assert str(response.status_int) in {e["status"] for e in document["errors"]}
+
+
+class Client:
+    """``get``/``post``/``patch``/``delete`` on a ``webtest.TestApp`` with the kit's headers, the
+    JSON:API media type on bodies, an expected status, and every response document validated."""
+
+    def __init__(self, app, headers=None):
+        self.app = app
+        self.headers = dict(headers or {})
+
+    @property
+    def registry(self):
+        return self.app.app.registry
+
+    def get(self, url, status=200, params=None):
+        return self._check(self.app.get(url, params=params, headers=self.headers, status=status))
+
+    def post(self, url, data, status):
+        return self._send("post", url, data, status)
+
+    def patch(self, url, data, status):
+        return self._send("patch", url, data, status)
+
+    def delete(self, url, data=None, status=204):
+        if data is None:
+            return self._check(self.app.delete(url, headers=self.headers, status=status))
+        return self._send("delete", url, data, status)
+
+    def _send(self, method, url, data, status):
+        headers = {**self.headers, "Content-Type": MEDIA_TYPE}
+        body = json.dumps({"data": data})
+        response = getattr(self.app, method)(url, params=body, headers=headers, status=status)
+        return self._check(response)
+
+    @staticmethod
+    def _check(response):
+        check_document(response)
+        return response
+
+    @contextlib.contextmanager
+    def statements(self):
+        """``with client.statements() as seen:`` the SQL statements the application ran."""
+        from sqlalchemy import event
+
+        engine = self.registry["db.engine"]
+        seen: list[str] = []
+
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")):
+                seen.append(statement)
+
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            yield seen
+        finally:
+            event.remove(engine, "before_cursor_execute", record)

@@ -1,0 +1,39 @@
+"""The conformance kit over every resource of the catalogue (jsonapi_pyramid.testing)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+import catalog
+from jsonapi_pyramid.testing import conformance
+
+test_conformance = conformance(lambda: catalog.main({}, **{"sqlalchemy.url": "sqlite://"}))
+
+
+@pytest.fixture
+def jsonapi_client(api):
+    return api
+
+
+def book(kit, n):
+    return {
+        "attributes": {"title": f"Book {n}", "summary": "A long story.", "pages": 100 + n, "price": f"{n}.50",
+                       "weight": 0.25 * n, "inPrint": n % 2 == 0, "format": "hardcover", "publishedOn": "2020-01-31",
+                       "updatedAt": "2021-06-01T12:30:00Z", "details": {"isbn": f"978-{n}"}},
+        "relationships": {"author": {"data": kit.create("people")}},
+    }
+
+
+@pytest.fixture
+def jsonapi_factories():
+    return {
+        "publishers": lambda kit, n: {"id": f"publisher-{n}", "attributes": {"name": f"Publisher {n}",
+                                                                             "opensAt": "09:30:00"}},
+        "people": lambda kit, n: {"attributes": {"name": f"Person {n}"}},
+        "cards": lambda kit, n: {"id": str(uuid.uuid4()), "attributes": {"number": f"C-{n}"}},
+        "books": book,
+        "genres": lambda kit, n: {"id": f"genre-{n}", "attributes": {"name": f"Genre {n}"}},
+        "contributions": lambda kit, n: {"attributes": {"role": "translator"}, "relationships": {
+            "book": {"data": kit.create("books")}, "person": {"data": kit.create("people")}}},
+    }
