@@ -44,75 +44,115 @@ def node_nullable(node) -> bool:
     return bool(getattr(node, "nullable", False)) or node.missing is not colander.required
 
 
+#: The JSON Schema of each scalar colander type, most specific first.
+_SCALAR_TYPES = (
+    (colander.Boolean, {"type": "boolean"}),
+    (colander.Integer, {"type": "integer"}),
+    ((colander.Float, colander.Decimal, colander.Number), {"type": "number"}),
+    (colander.DateTime, {"type": "string", "format": "date-time"}),
+    (colander.Date, {"type": "string", "format": "date"}),
+    (colander.Time, {"type": "string", "format": "time"}),
+    (colander.String, {"type": "string"}),
+)
+
+
+def _mapping_schema(node) -> dict:
+    properties = {child.name: colander_to_schema(child) for child in node.children}
+    schema = {"type": "object", "properties": properties}
+    required = [child.name for child in node.children if node_required(child)]
+    if required:
+        schema["required"] = required
+    if getattr(node.typ, "unknown", "ignore") != "preserve":
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _type_schema(node) -> dict:
+    """The schema of ``node``'s colander type alone (containers recurse)."""
+    typ = node.typ
+    if isinstance(typ, colander.Mapping):
+        return _mapping_schema(node)
+    if isinstance(typ, (colander.Sequence, colander.List, colander.Set)):
+        return {"type": "array", "items": colander_to_schema(node.children[0]) if node.children else {}}
+    if isinstance(typ, colander.Tuple):
+        return {"type": "array", "prefixItems": [colander_to_schema(c) for c in node.children],
+                "minItems": len(node.children), "maxItems": len(node.children)}
+    for types, schema in _SCALAR_TYPES:
+        if isinstance(typ, types):
+            return dict(schema)
+    return {}
+
+
+def _bounds(low: str, high: str):
+    def apply(schema, validator):
+        if validator.min is not None:
+            schema[low] = validator.min
+        if validator.max is not None:
+            schema[high] = validator.max
+    return apply
+
+
+def _length(schema: dict, validator) -> None:
+    _bounds(*(("minItems", "maxItems") if schema.get("type") == "array" else ("minLength", "maxLength")))(schema, validator)
+
+
+def _validator_rules() -> tuple:
+    """(validator class, ``(schema, validator) -> None``): what each colander or library
+    validator says in JSON Schema; a rule returning text adds it to the description."""
+    return (
+        (colander.Length, _length),
+        (colander.Range, _bounds("minimum", "maximum")),
+        (colander.OneOf, lambda schema, v: schema.update(enum=list(v.choices))),
+        (colander.NoneOf, lambda schema, v: schema.update({"not": {"enum": list(v.forbidden)}})),
+        (colander.ContainsOnly, lambda schema, v: schema.setdefault("items", {}).update(enum=list(v.choices))),
+        (colander.Email, lambda schema, v: schema.update(format="email")),
+        (Url, lambda schema, v: schema.update(format="uri")),
+        (colander.Regex, lambda schema, v: schema.update(pattern=v.match_object.pattern)),
+        (Unique, lambda schema, v: "Unique: no other resource may have the same value."),
+        (Exists, lambda schema, v: "Must name an existing value."),
+    )
+
+
+#: colander's validator instances (not classes) with a JSON Schema format.
+_FORMATS = ((colander.url, "uri"), (colander.uuid, "uuid"))
+
+
+def _apply_validators(schema: dict, node) -> list[str]:
+    """Limits, enumerations and formats of ``node``'s validators on ``schema``; the notes some
+    of them add to the description."""
+    notes = []
+    rules = _validator_rules()
+    for validator in _validators(node):
+        format_ = next((f for instance, f in _FORMATS if validator is instance), None)
+        if format_ is not None:  # (before the rules: they are Regex instances)
+            schema["format"] = format_
+            continue
+        for kind, rule in rules:
+            if isinstance(validator, kind):
+                note = rule(schema, validator)
+                if note:
+                    notes.append(note)
+                break
+    return notes
+
+
+def _describe_schema_rules(schema: dict, node) -> None:
+    """Schema-level rules of a mapping (``Confirmed``, ``RequiredWith``) described on the members."""
+    for validator in _validators(node):
+        if isinstance(validator, Confirmed) and validator.confirmation in schema["properties"]:
+            schema["properties"][validator.confirmation].setdefault(
+                "description", f"Must equal `{validator.field}`; required when `{validator.field}` is sent.")
+        elif isinstance(validator, RequiredWith) and validator.field in schema["properties"]:
+            schema["properties"][validator.field].setdefault(
+                "description", f"Required when {', '.join(f'`{o}`' for o in validator.others)} is sent.")
+
+
 def colander_to_schema(node) -> dict:
     """The JSON Schema (OpenAPI 3.1 dialect) of a colander node: type, format, limits, enum."""
     typ = node.typ
-    schema: dict[str, Any]
-    if isinstance(typ, colander.Mapping):
-        properties, required = {}, []
-        for child in node.children:
-            properties[child.name] = colander_to_schema(child)
-            if node_required(child):
-                required.append(child.name)
-        schema = {"type": "object", "properties": properties}
-        if required:
-            schema["required"] = required
-        if getattr(typ, "unknown", "ignore") != "preserve":
-            schema["additionalProperties"] = False
-    elif isinstance(typ, (colander.Sequence, colander.List, colander.Set)):
-        items = colander_to_schema(node.children[0]) if node.children else {}
-        schema = {"type": "array", "items": items}
-    elif isinstance(typ, colander.Tuple):
-        schema = {"type": "array", "prefixItems": [colander_to_schema(c) for c in node.children],
-                  "minItems": len(node.children), "maxItems": len(node.children)}
-    elif isinstance(typ, colander.Boolean):
-        schema = {"type": "boolean"}
-    elif isinstance(typ, colander.Integer):
-        schema = {"type": "integer"}
-    elif isinstance(typ, (colander.Float, colander.Decimal, colander.Number)):
-        schema = {"type": "number"}
-    elif isinstance(typ, colander.DateTime):
-        schema = {"type": "string", "format": "date-time"}
-    elif isinstance(typ, colander.Date):
-        schema = {"type": "string", "format": "date"}
-    elif isinstance(typ, colander.Time):
-        schema = {"type": "string", "format": "time"}
-    elif isinstance(typ, colander.String):
-        schema = {"type": "string"}
-    else:
-        schema = {}
+    schema = _type_schema(node)
     kind = schema.get("type")
-    notes: list[str] = []
-    for validator in _validators(node):
-        if isinstance(validator, colander.Length):
-            low, high = ("minItems", "maxItems") if kind == "array" else ("minLength", "maxLength")
-            if validator.min is not None:
-                schema[low] = validator.min
-            if validator.max is not None:
-                schema[high] = validator.max
-        elif isinstance(validator, colander.Range):
-            if validator.min is not None:
-                schema["minimum"] = validator.min
-            if validator.max is not None:
-                schema["maximum"] = validator.max
-        elif isinstance(validator, colander.OneOf):
-            schema["enum"] = list(validator.choices)
-        elif isinstance(validator, colander.NoneOf):
-            schema["not"] = {"enum": list(validator.forbidden)}
-        elif isinstance(validator, colander.ContainsOnly):
-            schema.setdefault("items", {})["enum"] = list(validator.choices)
-        elif isinstance(validator, colander.Email):
-            schema["format"] = "email"
-        elif validator is colander.url or isinstance(validator, Url):
-            schema["format"] = "uri"
-        elif validator is colander.uuid:
-            schema["format"] = "uuid"
-        elif isinstance(validator, colander.Regex):
-            schema["pattern"] = validator.match_object.pattern
-        elif isinstance(validator, Unique):
-            notes.append("Unique: no other resource may have the same value.")
-        elif isinstance(validator, Exists):
-            notes.append("Must name an existing value.")
+    notes = _apply_validators(schema, node)
     default = _jsonable(_input_default(node))
     if default is not None:
         schema["default"] = default
@@ -121,13 +161,7 @@ def colander_to_schema(node) -> dict:
         if "enum" in schema:
             schema["enum"] = schema["enum"] + [None]
     if isinstance(typ, colander.Mapping):
-        for validator in _validators(node):
-            if isinstance(validator, Confirmed) and validator.confirmation in schema["properties"]:
-                schema["properties"][validator.confirmation].setdefault(
-                    "description", f"Must equal `{validator.field}`; required when `{validator.field}` is sent.")
-            elif isinstance(validator, RequiredWith) and validator.field in schema["properties"]:
-                schema["properties"][validator.field].setdefault(
-                    "description", f"Required when {', '.join(f'`{o}`' for o in validator.others)} is sent.")
+        _describe_schema_rules(schema, node)
     _described(schema, node)
     if notes:
         schema["description"] = " ".join(filter(None, [schema.get("description"), *notes]))
