@@ -109,6 +109,13 @@ class ComponentsMixin:
                 "description": f"{relationship.kind} → {relationship.target_definition.type}",
                 "properties": {"links": _ref("schemas", "Links"), "data": data, "meta": {"type": "object"}},
             }
+        self._resource_object_schema(definition, attributes, relationships)
+        self._document_schemas(T)
+        for kind in ("create", "update"):
+            self._request_schema(definition, kind, accepted, shown)
+
+    def _resource_object_schema(self, definition, attributes: dict, relationships: dict) -> None:
+        T = definition.type
         metas = {name: {} for name in definition.available_metas}
         self.schemas[_camel(T, "Resource")] = {
             "type": "object",
@@ -123,6 +130,9 @@ class ComponentsMixin:
             },
             "required": ["type", "id"],
         }
+
+    def _document_schemas(self, T: str) -> None:
+        """The documents of one type: resource, nullable, collection, linkage and linkage requests."""
         base = {"jsonapi": _ref("schemas", "JsonApi"), "links": _ref("schemas", "Links"), "meta": {"type": "object"}}
         resource = _ref("schemas", _camel(T, "Resource"))
         included = {"type": "array", "items": _ref("schemas", "Resource")}
@@ -151,8 +161,6 @@ class ComponentsMixin:
             "type": "object", "properties": {"data": {"anyOf": [identifier, {"type": "null"}]}}, "required": ["data"]}
         self.schemas[_camel(T, "ToManyLinkageRequest")] = {
             "type": "object", "properties": {"data": {"type": "array", "items": identifier}}, "required": ["data"]}
-        for kind in ("create", "update"):
-            self._request_schema(definition, kind, accepted, shown)
 
     def _attribute_nodes(self, definition) -> dict:
         nodes = {}
