@@ -186,7 +186,20 @@ class ResourceDefinition:
         # Does the server make ids? (a default, a server default, or an integer key the database counts)
         self.id_generated = (column.default is not None or column.server_default is not None
                              or (isinstance(column.type, Integer) and column.autoincrement in ("auto", True)))
+        sample = self._resolve_transformer()
+        self.fields = build_fields(model, self.transformer_class)
+        self.readers = Readers(model, self.transformer_class, self.attributes)
+        self.owner = aliased(model)
+        self.record_columns = self._record_columns(mapper, sample)
+        declared = getattr(model, "relationships", None)
+        collection = declared() if declared is not None else RelationshipsCollection()
+        if not isinstance(collection, RelationshipsCollection):
+            raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+        self.relationships = collection
 
+    def _resolve_transformer(self) -> Transformer:
+        """The transformer class and what it declares, checked; returns a sample instance."""
+        model = self.model
         factory = getattr(model, "transformer", None)
         if factory is None:
             raise ConfigurationError(f"{model.__name__}: a resource needs a transformer() class method")
@@ -209,10 +222,6 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
-        self.fields = build_fields(model, self.transformer_class)
-        self.readers = Readers(model, self.transformer_class, self.attributes)
-        self.owner = aliased(model)
-        self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
                 raise ConfigurationError(f"{model.__name__}: restricted field {name!r} is not an attribute")
@@ -223,11 +232,7 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: meta field {field!r} is listed in "
                     f"available_metas but the method {method}() is missing"
                 )
-        declared = getattr(model, "relationships", None)
-        collection = declared() if declared is not None else RelationshipsCollection()
-        if not isinstance(collection, RelationshipsCollection):
-            raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
-        self.relationships = collection
+        return sample
 
     def _record_columns(self, mapper, transformer: Transformer) -> tuple | None:
         """The columns of a record of this type (``transformer`` module): the id, the column
