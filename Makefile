@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs cluster cluster-down cluster-test
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -30,6 +30,11 @@ initdb: $(STAMP)
 # SQLite always; PostgreSQL too when TEST_DATABASE_URL is set or a server answers on 127.0.0.1:5432.
 test: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; README,
+# "Towards a distributed SQL engine"): serialization failures are retried, 3 attempts.
+test-serializable: $(STAMP)
+	JSONAPI_TEST_BACKENDS=postgresql JSONAPI_TEST_ISOLATION=serializable $(BIN)/pytest $(PYTEST_ARGS)
 
 test-sqlite: $(STAMP)
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
@@ -79,3 +84,7 @@ dist: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
+
+# The lint gate (configured in pyproject.toml); `make test` runs it too (tests/distribution/test_lint.py).
+lint: $(STAMP)
+	$(BIN)/ruff check .

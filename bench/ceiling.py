@@ -205,7 +205,8 @@ def list_articles(request):
     path = request.path_url
     if after is not None:
         kept = [(k, v) for k, v in get.items() if k not in ("page[after]", "page[number]")]
-        links = {"self": request.url, "next": path + "?" + urlencode(kept + [("page[after]", str(rows[-1][0]))], quote_via=quote, safe="[],.-")
+        links = {"self": request.url,
+                 "next": path + "?" + urlencode(kept + [("page[after]", str(rows[-1][0]))], quote_via=quote, safe="[],.-")
                  if has_next else None}
     else:
         kept = [(k, v) for k, v in get.items() if k != "page[number]"]
@@ -271,7 +272,7 @@ def create_article(request):
     if status not in ("draft", "published"):
         return error(422, "Validation Error", "bad status")
     secret_hash = hashlib.sha256(auth[7:].encode()).hexdigest()
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     with engine.begin() as conn:
         owner = conn.execute(
             select(TOKENS.c.user_id).join(USERS, USERS.c.id == TOKENS.c.user_id)

@@ -22,7 +22,7 @@ Base = declarative_base()
 
 
 def utcnow():
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 article_tags = Table(

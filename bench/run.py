@@ -447,7 +447,7 @@ def machine() -> dict:
                            capture_output=True, text=True, cwd=ROOT).stdout.strip()
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()
     return {"nproc": os.cpu_count(), "memory_gib": round(mem_kib / 1024 / 1024, 1), "cpu": cpu,
-            "python": platform.python_version(), "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "python": platform.python_version(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": commit + (" (with uncommitted library changes)" if dirty else ""),
             "wrk": wrk_version[0] if wrk_version else "wrk", "load": os.getloadavg()}
 
@@ -469,8 +469,10 @@ def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: 
         "",
         f"- date: {info['date']}; commit: `{info['commit']}`",
         f"- machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}; {info['wrk']}",
-        f"- load average at the end: {', '.join(f'{x:.2f}' for x in info['load'])} (other work on the machine makes the absolute numbers noisy; the ratios come from the same run)",
-        f"- data: `jsonapi-pyramid-initdb --demo --scale {SCALE}` on a {database}; waitress, {os.environ.get('BENCH_THREADS', '4')} threads, 127.0.0.1",
+        f"- load average at the end: {', '.join(f'{x:.2f}' for x in info['load'])} "
+        "(other work on the machine makes the absolute numbers noisy; the ratios come from the same run)",
+        f"- data: `jsonapi-pyramid-initdb --demo --scale {SCALE}` on a {database}; "
+        f"waitress, {os.environ.get('BENCH_THREADS', '4')} threads, 127.0.0.1",
         f"- wrk: 1 thread, {DURATION} s per run, {RUNS} runs per cell; rps = median run; p50/p99 from that run (ms)",
         f"- statements/request: {PROBES} sequential requests counted by a SQLAlchemy event listener (bench/counting.py)",
         "- peak RSS: the server's VmHWM over the scenario (all its runs), reset before it (MiB)",
@@ -482,7 +484,8 @@ def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: 
     for key, text in SCENARIOS.items():
         lines.append(f"- **{key}** `{text}`")
     lines += ["", "## Results", "",
-              "| scenario | app | conns | rps (median of 3) | p50 ms | p99 ms | stmts/req | body KiB | peak RSS MiB | rps / ceiling | rps / peer | errors |",
+              "| scenario | app | conns | rps (median of 3) | p50 ms | p99 ms | stmts/req | body KiB | peak RSS MiB "
+              "| rps / ceiling | rps / peer | errors |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for scenario in SCENARIOS:
         for app in APPS:
@@ -516,7 +519,8 @@ def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: 
     if "before" in APPS:
         lines += ["", f"## Before and after the optimisation commits ({BEFORE})", "",
                   "`before` is the same working tree with those commits' library changes reverted, measured in the same run.", "",
-                  "| scenario | conns | before rps | after rps | after / before | before p50 ms | after p50 ms | before peak MiB | after peak MiB |",
+                  "| scenario | conns | before rps | after rps | after / before | before p50 ms | after p50 ms "
+                  "| before peak MiB | after peak MiB |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for scenario in BEFORE_SCENARIOS:
             old, new = results.get((scenario, "before")), results.get((scenario, "ours"))

@@ -156,8 +156,13 @@ def http_json(url: str, timeout: float = 2):
 # configuration
 
 
-def patroni_yaml(name: str) -> str:
-    """One node's Patroni configuration (YAML is a superset of JSON: written as JSON)."""
+def patroni_yaml(name: str, apply_delay: int = 0) -> str:
+    """One node's Patroni configuration (YAML is a superset of JSON: written as JSON).
+
+    ``apply_delay``: seconds the node, as a replica, waits before applying a commit
+    (``recovery_min_apply_delay``; the read-your-writes proof). Patroni owns the recovery
+    settings: one set with ALTER SYSTEM is put back by Patroni within a loop.
+    """
     node = NODES[name]
     data_dir = DIR / name / "data"
     config = {
@@ -200,6 +205,7 @@ def patroni_yaml(name: str) -> str:
                                "replication": {"username": "replicator", "password": "replicator"},
                                "rewind": {"username": "postgres", "password": "postgres"}},
             "parameters": {"unix_socket_directories": str(DIR / name)},
+            "recovery_conf": {"recovery_min_apply_delay": f"{apply_delay}s"},
         },
         "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False, "nosync": False},
     }
@@ -317,6 +323,16 @@ def healthy() -> bool:
     found = members()
     roles = sorted(m["role"] for m in found if m["state"] in ("running", "streaming"))
     return roles == ["leader", "replica", "sync_standby"]
+
+
+def set_apply_delay(name: str, seconds: int) -> None:
+    """Delay (or no longer delay) the replica ``name``; returns once PostgreSQL runs with it."""
+    (DIR / f"{name}.yml").write_text(patroni_yaml(name, seconds))
+    request = urllib.request.Request(f"http://{HOST}:{NODES[name]['rest']}/reload", method="POST")
+    urllib.request.urlopen(request, timeout=5).close()
+    wait_for(f"{name} to apply recovery_min_apply_delay = {seconds}s",
+             lambda: psql(NODES[name]["pg"], "SHOW recovery_min_apply_delay") == (f"{seconds}s" if seconds else "0"),
+             timeout=30)
 
 
 def psql(port: int, sql: str, database: str = "postgres") -> str:

@@ -40,6 +40,9 @@ dev = [
     "twine>=5",
     # The documentation site (make docs; built by the tests too).
     "sphinx>=7",
+    # The lint and type gates of make test (pinned to a minor release: new rules come with new ones).
+    "ruff>=0.17,<0.18",
+    "mypy>=2.4,<2.5",
 ]
 
 setup(

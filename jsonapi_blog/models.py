@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import Column, Date, DateTime, ForeignKey, MetaData, String, Table, Text, UniqueConstraint
+from sqlalchemy import Column, Date, DateTime, ForeignKey, Index, MetaData, String, Table, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import (
@@ -31,7 +31,7 @@ NAMING_CONVENTION = {
 
 def utcnow() -> dt.datetime:
     """Naive UTC: how timestamps are stored (and written with ``Z``)."""
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):
@@ -293,3 +293,20 @@ class TokenTransformer(Transformer):
         if attributes.get("token", "") is None:
             del attributes["token"]  # the secret is shown once, in the answer that creates it
         return attributes
+
+
+class LoginFailure(Base):
+    """One failed ``POST /api/tokens`` (not a resource): counted per e-mail and per client address
+    by the login throttle (``throttling.py``), in the database so every process shares the count.
+    The e-mail is kept as a SHA-256 of its lower-cased form, never in clear."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        Index("ix_login_failures_email_key_attempted_at", "email_key", "attempted_at"),
+        Index("ix_login_failures_address_attempted_at", "address", "attempted_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email_key: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str] = mapped_column(String(64))
+    attempted_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)

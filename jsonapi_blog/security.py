@@ -17,6 +17,7 @@ import datetime as dt
 import enum
 import secrets
 from dataclasses import dataclass
+from typing import NoReturn
 
 from pyramid.authorization import ALL_PERMISSIONS, Allow, Authenticated, Everyone
 from pyramid.exceptions import ConfigurationError
@@ -37,7 +38,8 @@ from jsonapi_pyramid.security import (
 )
 
 from .models import Role, Token, User, user_roles, utcnow
-from .passwords import hash_password, verify_password
+from .passwords import verify_dummy, verify_password
+from .throttling import forget_failures, record_failure, refuse_if_throttled
 
 __all__ = [
     "ADMIN",
@@ -202,9 +204,6 @@ def token_acl(context, request) -> list:
 
 # -- POST /api/tokens ----------------------------------------------------------------------------
 
-#: Verified against when the email is unknown, so both failures take as long.
-_DUMMY_HASH: list[str] = []
-
 TOKEN_ATTRIBUTES = ("email", "password")
 
 
@@ -235,18 +234,19 @@ def read_credentials(context, request) -> tuple[str, str]:
 
 def create_token(context, request, credentials) -> object:
     """``POST /api/tokens``: 201 with the new token; its ``token`` attribute is the secret,
-    shown this once. Wrong credentials or an inactive account: 401."""
+    shown this once. Wrong credentials or an inactive account: 401, counted by the login
+    throttle; past its limits: 429 with ``Retry-After`` (``throttling.py``)."""
     email, password = credentials
+    refuse_if_throttled(request, email)
     user = request.dbsession.scalars(select(User).where(User.email == email)).first()
     if user is None:
-        if not _DUMMY_HASH:
-            _DUMMY_HASH.append(hash_password(secrets.token_urlsafe(16)))
-        verify_password(_DUMMY_HASH[0], password)
-        raise Unauthorized("Wrong email or password.")
+        verify_dummy(password)  # as long as a wrong password for a known e-mail
+        _refuse(request, email, "Wrong email or password.")
     if not verify_password(user.password_hash, password):
-        raise Unauthorized("Wrong email or password.")
+        _refuse(request, email, "Wrong email or password.")
     if not user.active:
-        raise Unauthorized("This account is not active yet.")
+        _refuse(request, email, "This account is not active yet.")
+    forget_failures(request, email)
     secret = secrets.token_urlsafe(32)
     ttl = request.registry.settings["blog.token_ttl"]
     token = Token(user=user, secret_hash=hash_secret(secret), expires_at=utcnow() + ttl)
@@ -255,8 +255,13 @@ def create_token(context, request, credentials) -> object:
     return created(request, token, linkage=("user",))
 
 
+def _refuse(request, email: str, detail: str) -> NoReturn:
+    record_failure(request, email)
+    raise Unauthorized(detail)
+
+
 def includeme(config):
-    """The bearer-token policy and the token endpoint."""
+    """The bearer-token policy, the token endpoint and its login throttle."""
     settings = config.get_settings()
     raw = settings.get("blog.token_ttl_hours", 24)
     try:
@@ -267,6 +272,7 @@ def includeme(config):
         raise ConfigurationError(f"blog.token_ttl_hours must be a positive number, not {raw!r}")
     settings["blog.token_ttl"] = dt.timedelta(hours=hours)
     config.set_security_policy(BearerTokenPolicy(find_identity))
+    config.include(".throttling")  # blog.login_attempts, blog.login_address_attempts, blog.login_window_seconds
     # POST /api/tokens is not a plain create: it replaces the generic one for tokens only.
     config.add_jsonapi_operation(Token, "", create_token, on="collection", request_method="POST",
                                  permission=CREATE, validate=read_credentials,

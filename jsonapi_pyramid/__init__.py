@@ -12,6 +12,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
+from .body import json_body, request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, get_registry
 from .errors import (
     BadRequest,
@@ -24,13 +25,12 @@ from .errors import (
     error_object,
 )
 from .loading import count_of
-from .body import json_body, request_body
-from .renderer import JsonApiRenderer
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
+from .renderer import JsonApiRenderer
 from .security import Permission
 from .transformer import Transformer
-from .writes import add_write_check
 from .traversal import Root
+from .writes import add_write_check
 
 __version__ = "0.1.0"
 
@@ -181,6 +181,9 @@ def includeme(config):
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
+    # Query parameter names checked for every method before traversal and views (400, no change).
+    config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
+                     under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)

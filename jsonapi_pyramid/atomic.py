@@ -36,7 +36,7 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from .body import document as body_document
 from .contract import get_registry
 from .document import DocumentBuilder
-from .errors import BadRequest, Forbidden, JsonApiError, NotFound, PayloadTooLarge, Unauthorized
+from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
 from .renderer import json_response
 from .views import VIEWS
@@ -320,3 +320,9 @@ def includeme(config):
 
     config.add_view(operations_view, context=ApiRoot, name=OPERATIONS_NAME, request_method="POST",
                     permission=NO_PERMISSION_REQUIRED)
+    # No request_method predicate: tried after the view above, so it answers every other method.
+    config.add_view(_post_only, context=ApiRoot, name=OPERATIONS_NAME, permission=NO_PERMISSION_REQUIRED)
+
+
+def _post_only(context, request):
+    raise MethodNotAllowed(request.method, ["POST"])

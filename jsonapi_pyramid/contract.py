@@ -248,7 +248,7 @@ class ResourceDefinition:
         keys = [self.id_attribute, *keys, *reads]
         return tuple(getattr(self.model, key).label(key) for key in keys)
 
-    def resolve_links(self, registry: "Registry") -> None:
+    def resolve_links(self, registry: Registry) -> None:
         """Second pass, once every type is known: the relationships."""
         for name in self.relationship_defaults:
             if name not in self.relationships:
@@ -258,7 +258,7 @@ class ResourceDefinition:
                 raise ConfigurationError(f"{self.type}: {relationship.name!r} is both an attribute and a relationship")
             relationship.resolve(self, registry)
 
-    def resolve_paths(self, registry: "Registry") -> None:
+    def resolve_paths(self, registry: Registry) -> None:
         """Third pass, once every relationship is bound: filter and sort declarations (a dotted
         path may run through types registered after this one)."""
         # by default every attribute that SQL can compute; declared ones are checked below
@@ -272,7 +272,7 @@ class ResourceDefinition:
             for path in paths:
                 self._check_path(registry, kind, path)
 
-    def _check_path(self, registry: "Registry", kind: str, path: str) -> None:
+    def _check_path(self, registry: Registry, kind: str, path: str) -> None:
         definition = self
         parts = path.split(".")
         if kind == "filterable" and parts[0] in ("and", "or", "not"):

@@ -22,8 +22,11 @@ transaction each time):
   SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
   and repeating a create could apply it twice.
 
-The last attempt's error is rendered: 409 for a constraint, 503 with ``Retry-After`` for an
-unavailable database (``errors.py``).
+After a collision with a concurrent transaction (all but the connection errors and 25006) the
+request waits a random few milliseconds before the next attempt, doubling with each attempt (at
+most 640 ms), so that requests that collided do not collide again. The last attempt's error is
+rendered: 409 for a constraint, 503 with ``Retry-After`` for an unavailable database
+(``errors.py``).
 
 ``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
 ``{"status": "ok", "database": "ok", "writable": true}`` when the database answers (``writable``:
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import time
 
 import orjson
 import pyramid_tm
@@ -166,6 +171,22 @@ def _mark(request, exc) -> None:
             log.info("transient database error, retrying (attempt %s of %s, request id %s): %s",
                      request.environ.get("retry.attempt", 0) + 1, request.environ.get("retry.attempts", 1),
                      request.environ.get("jsonapi.request_id", "-"), getattr(exc, "orig", exc))
+            if _collided(exc):
+                _back_off(request.environ.get("retry.attempt", 0))
+
+
+def _collided(exc) -> bool:
+    """A concurrent transaction caused it (40xxx, 23505, 23503, a stale flush), not an outage."""
+    if isinstance(exc, StaleDataError):
+        return True
+    sqlstate = _sqlstate(exc) if isinstance(exc, DBAPIError) else None
+    return bool(sqlstate) and sqlstate.startswith(_ROLLED_BACK) and sqlstate != _READ_ONLY
+
+
+def _back_off(attempt: int) -> None:
+    # Requests that collided would collide again if all ran again at once: wait a random 0-10 ms
+    # after the first attempt, 0-20 after the second, ... at most 0-640 ms.
+    time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))
 
 
 def health_view(request):

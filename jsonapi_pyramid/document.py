@@ -18,7 +18,6 @@ from operator import itemgetter
 from urllib.parse import quote, urlencode
 
 from pyramid.traversal import find_interface
-
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition

@@ -225,7 +225,8 @@ def http_exception_view(exc: HTTPException, request):
 def integrity_error_view(exc: IntegrityError, request):
     """A constraint the validation could not see coming (a concurrent writer won): 409."""
     log.info("integrity error answered with 409: %s", exc.orig)
-    return error_response(request, 409, [error_object(409, "Conflict", "The change conflicts with the current state of a resource (a unique or referential constraint).")])
+    detail = "The change conflicts with the current state of a resource (a unique or referential constraint)."
+    return error_response(request, 409, [error_object(409, "Conflict", detail)])
 
 
 def stale_data_view(exc: StaleDataError, request):
@@ -237,19 +238,22 @@ def stale_data_view(exc: StaleDataError, request):
 def data_error_view(exc: DataError, request):
     """A value the database refuses (too long, out of range, a NUL character in text): 400."""
     log.info("data error answered with 400: %s", exc.orig)
-    return error_response(request, 400, [error_object(400, "Bad Request", "A value in the request is not acceptable to the database (too long, out of range, or containing a NUL character).")])
+    detail = "A value in the request is not acceptable to the database (too long, out of range, or containing a NUL character)."
+    return error_response(request, 400, [error_object(400, "Bad Request", detail)])
 
 
 def database_unavailable_view(exc: DBAPIError, request):
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         log.warning("database unavailable: %s", exc.orig)
-        return error_response(request, 503, [error_object(503, "Service Unavailable", "The database is not reachable; try again shortly.")], {"Retry-After": "5"})
+        detail = "The database is not reachable; try again shortly."
+        return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     return internal_error_view(exc, request)
 
 
 def internal_error_view(exc: Exception, request):
     log.exception("unexpected error (request id %s)", getattr(request, "request_id", "-"), exc_info=exc)
-    return error_response(request, 500, [error_object(500, "Internal Server Error", "An unexpected error occurred. Report its id to the operators.")])
+    detail = "An unexpected error occurred. Report its id to the operators."
+    return error_response(request, 500, [error_object(500, "Internal Server Error", detail)])
 
 
 def includeme(config):

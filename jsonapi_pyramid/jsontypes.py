@@ -120,7 +120,7 @@ def check_json_type(kind: str, value) -> str | None:
     if kind == "boolean":
         ok = isinstance(value, bool)
     elif kind == "integer":
-        ok = isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
     elif kind == "number":
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif kind == "decimal":
@@ -182,8 +182,8 @@ def _decimal(value) -> decimal.Decimal:
 def _timestamp(value: str, *, aware: bool) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)  # no offset: taken as UTC, as the output shows it
-    parsed = parsed.astimezone(dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)  # no offset: taken as UTC, as the output shows it
+    parsed = parsed.astimezone(dt.UTC)
     return parsed if aware else parsed.replace(tzinfo=None)
 
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pyramid.exceptions import ConfigurationError
 from pyramid.security import NO_PERMISSION_REQUIRED
 
+from .body import request_data
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
-from .body import request_data
 from .errors import method_not_allowed_view
 from .loading import Loaded
 from .query import parse_query

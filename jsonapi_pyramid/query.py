@@ -21,7 +21,7 @@ from .schema import column_kind
 from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .acl import check_restricted_path
 
-__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query"]
+__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
 FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
 _LIST_OPERATORS = {"in", "nin"}
@@ -37,6 +37,7 @@ _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
 # digits, "-" and "_" (plus the bracketed keys of its family). Anything else is a 400, so
 # ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
 _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
+_FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -98,22 +99,22 @@ class QueryPlan:
         return paths
 
 
-def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
-    """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
+def query_parameters(request) -> list[tuple[str, str, str, str | None, str | None]]:
+    """The JSON:API query parameters of ``request``: ``(name, value, family, key, op)`` for each
+    (``key`` and ``op`` are None for ``filter``, whose bracketed keys ``filter_syntax`` reads).
 
-    ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
-    ``sort``, ``filter`` and ``page``.
-    """
-    registry = get_registry(request)
-    settings = registry.settings
-    plan = QueryPlan()
-    seen = set()
-    page_values = {}
-    filter_items: list[tuple[str, str]] = []
+    The one check of parameter *names*, run for every request under the API root whatever its
+    method (``strict_parameters_tween``), before traversal, authorization or any view: so a
+    ``DELETE /api/tags/1?foo=bar`` is a 400 that changes nothing. An unknown name made only of a-z
+    (JSON:API's own families) or a malformed one is a 400 with ``source.parameter``; a repeated
+    name or a NUL in a value too. Implementation-specific names (a member name with a character
+    outside a-z) are left out, as JSON:API 1.1 allows. Whether a known family applies to the
+    endpoint (``sort`` on a single resource) is ``parse_query``'s to say."""
     try:
         items = list(request.GET.items())
     except UnicodeDecodeError:
         raise BadRequest("The query string is not valid UTF-8.", parameter="query") from None
+    parameters, seen = [], set()
     for name, value in items:
         if name in seen:
             raise BadRequest(f"Parameter {name!r} is given more than once.", parameter=name)
@@ -125,10 +126,11 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         if "\x00" in value:
             raise BadRequest(f"{name!r} must not contain NUL characters.", parameter=name)
-        if base_name == "filter":  # any number of bracketed keys: ``filter_syntax``
-            if not collection:
-                raise BadRequest("'filter' applies to collections only.", parameter=name)
-            filter_items.append((name, value))
+        if base_name == "filter":  # any number of bracketed keys, read by ``filter_syntax``
+            if not _FILTER_NAME.fullmatch(name):
+                raise BadRequest(f"Malformed parameter {name!r}: use filter[<field>] or filter[<field>][<op>].",
+                                 parameter=name)
+            parameters.append((name, value, "filter", None, None))
             continue
         match = _FAMILY.match(name)
         if match is None:
@@ -139,8 +141,27 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         if family in {"fields", "meta", "page"} and (not bracketed or op is not None or not key):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
+        parameters.append((name, value, family, key, op))
+    return parameters
+
+
+def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
+    """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
+
+    ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
+    ``sort``, ``filter`` and ``page``.
+    """
+    registry = get_registry(request)
+    settings = registry.settings
+    plan = QueryPlan()
+    page_values = {}
+    filter_items: list[tuple[str, str]] = []
+    for name, value, family, key, _op in query_parameters(request):
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
+        if family == "filter":
+            filter_items.append((name, value))
+            continue
 
         if family == "include":
             plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
@@ -174,6 +195,23 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)
     return plan
+
+
+def strict_parameters_tween_factory(handler, registry):
+    """Check the query parameter names of every request under the API root (``query_parameters``)
+    before anything else runs: traversal (which loads rows), authorization, views, custom
+    operations. A tween rather than a view deriver or a check per view: it is one place that no
+    view, method or context (writes, deletes, relationship writes, custom operations, 404 and 405
+    answers) can miss, and a bad request costs no SQL."""
+    prefix = "/" + registry.jsonapi.settings["root_name"]
+
+    def strict_parameters_tween(request):
+        path = request.path_info
+        if request.query_string and (path == prefix or path.startswith(prefix + "/")):
+            query_parameters(request)
+        return handler(request)
+
+    return strict_parameters_tween
 
 
 def _known_type(registry, type_name: str, parameter: str) -> ResourceDefinition:
@@ -341,5 +379,5 @@ def _parse_timestamp(raw: str) -> dt.datetime:
     """ISO 8601 date or timestamp; aware values are converted to naive UTC (how they are stored)."""
     value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return value

@@ -191,7 +191,7 @@ class RelationshipsCollection:
             self._by_name[relationship.name] = relationship
 
     @classmethod
-    def of(cls, relationships: Iterable[Relationship]) -> "RelationshipsCollection":
+    def of(cls, relationships: Iterable[Relationship]) -> RelationshipsCollection:
         return cls(*relationships)
 
     def get(self, name: str) -> Relationship | None:

@@ -26,7 +26,7 @@ import time
 from sqlalchemy import engine_from_config, text
 from sqlalchemy.exc import DBAPIError
 
-__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "read_connection", "position_tween_factory"]
+__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
 
 log = logging.getLogger(__name__)
 

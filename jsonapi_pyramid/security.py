@@ -37,11 +37,11 @@ from .errors import Unauthorized
 
 __all__ = [
     "ALL_PERMISSIONS",
+    "DEFAULT_ROOT_ACL",
+    "DENY_ALL",
     "Allow",
     "Authenticated",
     "BearerTokenPolicy",
-    "DEFAULT_ROOT_ACL",
-    "DENY_ALL",
     "Deny",
     "Everyone",
     "Permission",

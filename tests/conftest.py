@@ -11,7 +11,10 @@
 
 Environment: ``TEST_DATABASE_URL`` (a PostgreSQL server URL whose ``postgres`` database may create
 databases), ``JSONAPI_TEST_BACKENDS`` (``sqlite``, ``postgresql`` or both, comma separated),
-``JSONAPI_REQUIRE_POSTGRESQL=1`` (CI: fail instead of skipping PostgreSQL).
+``JSONAPI_REQUIRE_POSTGRESQL=1`` (CI: fail instead of skipping PostgreSQL),
+``JSONAPI_TEST_ISOLATION`` (``serializable``: the PostgreSQL test databases default to that
+isolation level; the tests' own ``db`` session still observes at READ COMMITTED, so that a check
+sees the app's latest commits; ``make test-serializable``).
 """
 from __future__ import annotations
 
@@ -78,6 +81,9 @@ def _postgresql_database(prefix: str = "jsonapi_test"):
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
+            if ISOLATION:  # every transaction of every connection to it, the app's and the tests'
+                assert ISOLATION in ("serializable", "repeatable read", "read committed"), ISOLATION
+                connection.execute(text(f"ALTER DATABASE \"{name}\" SET default_transaction_isolation = '{ISOLATION}'"))
     except Exception as exc:  # noqa: BLE001 - reported as skip or failure below
         admin.dispose()
         if os.environ.get("JSONAPI_REQUIRE_POSTGRESQL"):
@@ -120,6 +126,8 @@ APP_SETTINGS = {
     "blog.argon2_memory_cost": "64",
     "retry.attempts": "1",
 }
+#: ``make test-serializable``: PostgreSQL at SERIALIZABLE, as a distributed SQL engine runs.
+ISOLATION = os.environ.get("JSONAPI_TEST_ISOLATION", "")
 
 
 @pytest.fixture(autouse=True)
@@ -145,6 +153,8 @@ def engine(wsgi_app):
 @pytest.fixture
 def db(engine):
     """A session on the test database for arranging and checking data (commit to make it seen)."""
+    if ISOLATION:  # the test observes at READ COMMITTED: each check sees the app's latest commits
+        engine = engine.execution_options(isolation_level="READ COMMITTED")
     with Session(engine, expire_on_commit=False) as session:
         yield session
     _empty_tables(engine)

@@ -25,14 +25,29 @@ from jsonapi_pyramid import (
 )
 from jsonapi_pyramid.validation import DateString
 
-__all__ = [
-    # the examples' models
-    "Author", "AuthorTransformer", "Base", "Book", "BookSchema", "BookTransformer", "Tag", "TagTransformer",
-    # what their code imports anyway
-    "Configurator", "ForeignKey", "Mapped", "RelationshipsCollection", "String", "ToManyRelationship",
-    "ToOneRelationship", "Transformer", "colander", "count_of", "mapped_column", "relationship",
-    # the harness
-    "serve", "show",
+__all__ = [  # the examples' models, what their code imports anyway, and the harness
+    "Author",
+    "AuthorTransformer",
+    "Base",
+    "Book",
+    "BookSchema",
+    "BookTransformer",
+    "Configurator",
+    "ForeignKey",
+    "Mapped",
+    "RelationshipsCollection",
+    "String",
+    "Tag",
+    "TagTransformer",
+    "ToManyRelationship",
+    "ToOneRelationship",
+    "Transformer",
+    "colander",
+    "count_of",
+    "mapped_column",
+    "relationship",
+    "serve",
+    "show",
 ]
 
 

@@ -19,7 +19,8 @@ target_metadata = Base.metadata
 def _app_settings() -> dict:
     settings = {}
     if config.config_file_name and config.file_config.has_section("app:main"):
-        settings = dict(config.file_config.items("app:main", vars={"here": config.config_file_name.rsplit("/", 1)[0] if "/" in config.config_file_name else "."}))
+        here = config.config_file_name.rsplit("/", 1)[0] if "/" in config.config_file_name else "."
+        settings = dict(config.file_config.items("app:main", vars={"here": here}))
     return settings
 
 

@@ -91,6 +91,7 @@ def test_the_wheel_holds_the_library_alone(dist):
     assert {name.split("/")[0] for name in names} == {"jsonapi_pyramid", info}
     assert "jsonapi_pyramid/py.typed" in names
     assert "jsonapi_pyramid/scaffold/project/+package+/models.py_tmpl" in names
+    assert "jsonapi_pyramid/testing/jsonapi-1.1.schema.json" in names  # the conformance kit's schema
     assert "jsonapi_pyramid/views/read.py" in names  # subpackages too
     assert "jsonapi_pyramid/testing/jsonapi-1.1.schema.json" in names  # the conformance kit's schema
     assert metadata["Version"] == jsonapi_pyramid.__version__

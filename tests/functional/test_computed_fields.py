@@ -32,7 +32,7 @@ class Shelf(Base):
     __jsonapi_type__ = "shelves"
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(40))
-    books: Mapped[list["Book"]] = relationship(back_populates="shelf")
+    books: Mapped[list[Book]] = relationship(back_populates="shelf")
 
     @classmethod
     def transformer(cls):

@@ -112,8 +112,10 @@ def test_quantifiers_nest_through_any_depth(api, town):
     nested = {"filter[articles][all][comments][all][body][startswith]": "ripe"}
     assert names(api, nested) == {"Bob", "Dave"}
     assert names(api, {"filter[articles][any][comments][all][body][startswith]": "ripe"}) == {"Carol"}
-    assert names(api, {"filter[articles][any][or][0][title]": "Dates", "filter[articles][any][or][1][tags][count][gte]": "2"}) == {"Admin", "Alice", "Carol"}
-    assert names(api, {"filter[articles][any][or][0][title]": "Dates", "filter[articles][any][or][1][comments][count][gte]": "3"}) == {"Carol"}
+    assert names(api, {"filter[articles][any][or][0][title]": "Dates",
+                       "filter[articles][any][or][1][tags][count][gte]": "2"}) == {"Admin", "Alice", "Carol"}
+    assert names(api, {"filter[articles][any][or][0][title]": "Dates",
+                       "filter[articles][any][or][1][comments][count][gte]": "3"}) == {"Carol"}
 
 
 # -- hidden rows in every position -------------------------------------------------------------------------

@@ -28,7 +28,8 @@ def _snapshot(db):
     return (
         db.execute(select(Article.title, Article.status, Article.user_id).order_by(Article.id)).all(),
         db.execute(select(Comment.article_id, Comment.user_id).order_by(Comment.id)).all(),
-        db.execute(select(article_tags.c.article_id, article_tags.c.tag_id).order_by(article_tags.c.article_id, article_tags.c.tag_id)).all(),
+        db.execute(select(article_tags.c.article_id, article_tags.c.tag_id)
+                   .order_by(article_tags.c.article_id, article_tags.c.tag_id)).all(),
     )
 
 

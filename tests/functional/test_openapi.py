@@ -229,7 +229,7 @@ def test_every_example_is_accepted(api, db, blog, wsgi_app, auth_headers, admin_
 def test_create_examples_satisfy_the_documented_request_schema(document):
     import jsonschema
 
-    for path, method, operation_id, example in _examples(document):
+    for path, method, _operation_id, example in _examples(document):
         schema = document["paths"][path][method.lower()]["requestBody"]["content"][MEDIA_TYPE]["schema"]
         resolver_doc = {**schema, "components": document["components"]}
         jsonschema.Draft202012Validator(resolver_doc, format_checker=jsonschema.FormatChecker()).validate(example)

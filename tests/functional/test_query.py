@@ -628,7 +628,7 @@ def test_foreign_or_tampered_cursors_are_400(api, catalog):
         "long": "a" * 5000 + "." + signature,
         "unicode": "é.ü",
     }
-    for name, value in bad.items():
+    for _name, value in bad.items():
         for parameter in ("page[after]", "page[before]"):
             error_of(api, f"{base}&{parameter}={quote(value, safe='')}", parameter)
     # the same cursor under another sort, another filter, or on another collection
@@ -762,8 +762,9 @@ def test_arbitrary_parameters_on_related_and_linkage_answer_200_or_400(api, blog
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cursor=st.one_of(_TEXT.filter(lambda text: "\x00" not in text), st.binary(max_size=60).map(lambda b: __import__("base64").urlsafe_b64encode(b).decode()
-                                                             + ".AAAAAAAAAAAAAAAAAAAAAA")),
+@given(cursor=st.one_of(_TEXT.filter(lambda text: "\x00" not in text),
+                        st.binary(max_size=60).map(lambda b: __import__("base64").urlsafe_b64encode(b).decode()
+                                                   + ".AAAAAAAAAAAAAAAAAAAAAA")),
        parameter=st.sampled_from(["page[after]", "page[before]"]))
 def test_arbitrary_cursors_answer_400(api, blog, cursor, parameter):
     response = api.get(f"/api/articles?{parameter}={quote(cursor, safe='')}", expect_errors=True)

@@ -25,6 +25,8 @@ def checksum(engine) -> str:
     digest = hashlib.sha256()
     with engine.connect() as connection:
         for table in Base.metadata.sorted_tables:
+            if table.name == "login_failures":
+                continue  # the login throttle's count: a failed login is meant to be recorded
             rows = connection.execute(select(table).order_by(*table.primary_key.columns)).all()
             digest.update(f"{table.name}:{len(rows)}:{rows!r}".encode())
     return digest.hexdigest()

@@ -3,6 +3,7 @@ errors, and the 503 of a database that stays down. In-process (WebTest), on ever
 from __future__ import annotations
 
 import logging
+import os
 
 import psycopg.errors
 import pytest
@@ -10,7 +11,7 @@ import webtest
 from pyramid.config import Configurator
 from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
-from sqlalchemy import create_engine, select, update
+from sqlalchemy import create_engine, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from jsonapi_blog import main
@@ -301,3 +302,12 @@ def test_reads_run_without_pyramid_tm_and_never_write(tmp_path, caplog):
     assert len(warnings) == 3 and all("rolled back" in w for w in warnings)
     engine.dispose()
     app.app.registry["db.engine"].dispose()
+
+
+def test_the_test_database_runs_at_the_isolation_asked_for(engine, backend):
+    """``make test-serializable`` really runs every transaction SERIALIZABLE (the default otherwise)."""
+    if backend != "postgresql":
+        pytest.skip("an isolation level of PostgreSQL's")
+    with engine.connect() as connection:
+        level = connection.execute(text("SHOW transaction_isolation")).scalar()
+    assert level == (os.environ.get("JSONAPI_TEST_ISOLATION") or "read committed")

@@ -90,7 +90,7 @@ def build_models(*, relationship_factory=None, transformer_attributes=("name",),
         __jsonapi_type__ = "owners"
         id: Mapped[int] = mapped_column(primary_key=True)
         name: Mapped[str] = mapped_column(String(10))
-        pets: Mapped[list["Pet"]] = relationship(back_populates="owner")
+        pets: Mapped[list[Pet]] = relationship(back_populates="owner")
 
         @classmethod
         def transformer(cls):

@@ -36,7 +36,7 @@ def build(pet_transformer: type[Transformer], tmp_path):
         id: Mapped[int] = mapped_column(primary_key=True)
         name: Mapped[str] = mapped_column(String(10))
         alias: Mapped[str | None] = mapped_column(String(10))
-        pets: Mapped[list["Pet"]] = relationship(back_populates="owner")
+        pets: Mapped[list[Pet]] = relationship(back_populates="owner")
 
         @classmethod
         def transformer(cls):
