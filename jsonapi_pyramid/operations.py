@@ -37,8 +37,8 @@ from .errors import method_not_allowed_view
 from .loading import Loaded
 from .query import parse_query
 from .security import Permission
-from .validation import resolve_identifiers
 from .traversal import Collection, Item
+from .validation import resolve_identifiers
 
 __all__ = [
     "Operation",

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-
+from .acl import check_restricted_path
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
-from .schema import column_kind
 from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .acl import check_restricted_path
+from .schema import column_kind
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 

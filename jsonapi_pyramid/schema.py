@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
-from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql import sqltypes
+from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "attribute_sql", "build_fields", "column_kind", "visibility_of"]
 

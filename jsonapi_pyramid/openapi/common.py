@@ -10,7 +10,6 @@ from ..contract import get_registry
 from ..renderer import MEDIA_TYPE
 from ..traversal import ApiRoot, Collection, Item, Related, Relationships, Root, ToManyLinkage, ToOneLinkage
 
-
 OPENAPI_VERSION = "3.1.0"
 DOCUMENT_VIEW = "openapi.json"
 DOCS_VIEW = "docs"
@@ -23,14 +22,17 @@ _QUANTIFIED = {"any": "Some", "all": "Every", "none": "No"}
 
 # Every status the library can answer, with the situations that give it (CONTRACT.md section 3).
 ERROR_STATUSES = {
-    400: "Bad Request: malformed JSON, a body without the `data` it needs, or an unknown or invalid query parameter (`source.parameter` names it).",
-    401: "Unauthorized: no credentials where the operation needs them, or credentials the service does not accept. Carries `WWW-Authenticate: Bearer`.",
+    400: "Bad Request: malformed JSON, a body without the `data` it needs, or an unknown or invalid query parameter "
+         "(`source.parameter` names it).",
+    401: "Unauthorized: no credentials where the operation needs them, or credentials the service does not accept. "
+         "Carries `WWW-Authenticate: Bearer`.",
     403: "Forbidden: the caller is known but not permitted (or sent an `id` on a type without client-generated ids).",
     404: "Not Found: unknown id or relationship, or a resource the caller may not see.",
     406: "Not Acceptable: every JSON:API entry of `Accept` carries media type parameters other than `ext`/`profile`.",
     409: "Conflict: a client-generated id that exists already, or a unique constraint lost to a concurrent writer.",
     413: "Payload Too Large: the body is over `jsonapi.max_body_bytes`.",
-    415: "Unsupported Media Type: a body not sent as `application/vnd.api+json` (or with media type parameters other than `ext`/`profile`).",
+    415: "Unsupported Media Type: a body not sent as `application/vnd.api+json` "
+         "(or with media type parameters other than `ext`/`profile`).",
     422: "Validation Error: one error per failed rule, each with `source.pointer`.",
     500: "Internal Server Error: an unexpected error (no traceback or SQL in it; `errors[].id` names it in the server log).",
     503: "Service Unavailable: the database is not reachable. Carries `Retry-After`.",

@@ -6,9 +6,9 @@ from typing import Any
 
 from ..contract import TOTAL_COUNT
 from ..jsontypes import attribute_sql_type
+from ..validation import required_on_create, writable_attributes
 from .common import _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
-from ..validation import required_on_create, writable_attributes
 
 
 class ComponentsMixin:

@@ -7,11 +7,11 @@ import orjson
 from ..contract import get_registry
 from ..openapi_atomic import add_atomic_operations
 from ..renderer import MEDIA_TYPE
-from .common import ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME, _ERROR_NAMES
+from ..views import VIEWS
+from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
 from .components import ComponentsMixin
 from .parameters import ParametersMixin
 from .paths import PathsMixin
-from ..views import VIEWS
 
 
 def get_document(registry) -> dict:

@@ -10,9 +10,9 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 from ..contract import ActionOrder, get_registry
 from ..errors import NotFound, method_not_allowed_view
 from ..security import Permission
-from .common import DOCS_VIEW, DOCUMENT_VIEW, _ASSETS
-from .document import get_document
 from ..traversal import ApiRoot
+from .common import _ASSETS, DOCS_VIEW, DOCUMENT_VIEW
+from .document import get_document
 
 
 def _swagger_ui_dir() -> pathlib.Path | None:
@@ -20,7 +20,7 @@ def _swagger_ui_dir() -> pathlib.Path | None:
     spec = importlib.util.find_spec("swagger_ui")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "static"
+    return pathlib.Path(next(iter(spec.submodule_search_locations))) / "static"
 
 
 _NO_UI_PAGE = """<!DOCTYPE html>

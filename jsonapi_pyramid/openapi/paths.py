@@ -3,8 +3,24 @@ the other named views (a part of the builder, ``document._Builder``)."""
 from __future__ import annotations
 
 from ..renderer import MEDIA_TYPE
-from .common import DOCS_VIEW, DOCUMENT_VIEW, ERROR_STATUSES, _ALWAYS, _ERROR_NAMES, _WITH_BODY, _camel, _component_key, _doc, _document_response, _example_id, _ref, _security, anonymous_allowed, members_stay_linked
 from ..traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
+from .common import (
+    _ALWAYS,
+    _ERROR_NAMES,
+    _WITH_BODY,
+    DOCS_VIEW,
+    DOCUMENT_VIEW,
+    ERROR_STATUSES,
+    _camel,
+    _component_key,
+    _doc,
+    _document_response,
+    _example_id,
+    _ref,
+    _security,
+    anonymous_allowed,
+    members_stay_linked,
+)
 
 
 class PathsMixin:
@@ -19,7 +35,7 @@ class PathsMixin:
             self._collection_or_item(definition, item_path, method, permission, "item", [id_param])
         elif context in (Related, ToOneLinkage, ToManyLinkage):
             for relationship in definition.relationships:
-                if context is ToOneLinkage and relationship.many or context is ToManyLinkage and not relationship.many:
+                if (context is ToOneLinkage and relationship.many) or (context is ToManyLinkage and not relationship.many):
                     continue
                 if context is Related:
                     path = f"{item_path}/{relationship.name}"
@@ -115,7 +131,7 @@ class PathsMixin:
             return _document_response(target.type, name, text)
 
         node = "related" if related else "linkage"
-        common = dict(relationship=relationship)
+        common = {"relationship": relationship}
         if related and method == "GET":
             op = self._operation(definition, method, permission, node, **common,
                                  summary=f"Related {R} of one of {T}", operation_id=f"{T}.{R}.related",
@@ -192,7 +208,7 @@ class PathsMixin:
         generic = {"description": "The operation's document.", "content": {MEDIA_TYPE: {"schema": _ref("schemas", "AnyDocument")}}}
         op = self._operation(definition, method, operation.permission, node, summary=summary,
                              operation_id=operation_id, parameters=parameters,
-                             responses={status: generic for status in statuses},
+                             responses=dict.fromkeys(statuses, generic),
                              errors=errors, body=body, description=description)
         for annotated in (operation.validate, operation.view):
             extra = getattr(annotated, "openapi", None)

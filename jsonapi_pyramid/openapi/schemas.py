@@ -1,8 +1,6 @@
 """colander schemas -> JSON Schema and example values; mapped column types -> JSON Schema."""
 from __future__ import annotations
 
-from typing import Any
-
 import colander
 
 from ..schema import column_kind
@@ -204,7 +202,7 @@ def example_for(node, variant: str = "create"):
     for validator in validators:
         if isinstance(validator, colander.OneOf) and validator.choices:
             default = _input_default(node)
-            return default if default in validator.choices else list(validator.choices)[0]
+            return default if default in validator.choices else next(iter(validator.choices))
     if _jsonable(_input_default(node)) is not None:
         return _jsonable(_input_default(node))
     if isinstance(typ, (colander.Sequence, colander.List, colander.Set)):

@@ -15,10 +15,10 @@ missing one.
 """
 from __future__ import annotations
 
+from ..acl import context_acl
 from ..body import sent_data
 from ..contract import get_registry
 from ..loading import load_item
-from ..acl import context_acl
 from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()
