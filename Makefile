@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -27,8 +27,13 @@ initdb: $(STAMP)
 	mkdir -p var
 	$(BIN)/jsonapi-pyramid-initdb $(INI) --demo
 
+# Debian's chromium + chromium-driver for the browser test (tests/browser), installed when missing;
+# where they cannot be (not root, no apt-get) the script says so and that test skips.
+browser:
+	./scripts/ensure-chromium
+
 # SQLite always; PostgreSQL too when TEST_DATABASE_URL is set or a server answers on 127.0.0.1:5432.
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; README,
@@ -36,7 +41,7 @@ test: $(STAMP)
 test-serializable: $(STAMP)
 	JSONAPI_TEST_BACKENDS=postgresql JSONAPI_TEST_ISOLATION=serializable $(BIN)/pytest $(PYTEST_ARGS)
 
-test-sqlite: $(STAMP)
+test-sqlite: $(STAMP) browser
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
 
 # The long schemathesis run against the live OpenAPI document (in-process WSGI, no network):

@@ -35,6 +35,8 @@ dev = [
     "hypothesis>=6",
     "openapi-spec-validator>=0.7",
     "schemathesis>=4,<5",
+    # The browser test drives Debian's chromium through its chromedriver (no browser download).
+    "selenium>=4.20",
     # The distribution test: builds the library's wheel and sdist and checks them.
     "build>=1",
     "twine>=5",

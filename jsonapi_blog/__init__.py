@@ -25,12 +25,16 @@ def main(global_config, **settings):
     ``DATABASE_READ_URL`` (optional: streaming replicas for GET and HEAD, ``db.read_url``), and
     ``JSONAPI_CURSOR_SECRET`` (overrides ``jsonapi.cursor_secret``: the key that signs pagination
     cursors; give every process the same one, or a cursor made by one process is refused by another).
+    ``JSONAPI_CORS_ORIGINS`` overrides ``jsonapi.cors_origins`` (the origins of browser pages allowed
+    to call the API), so a deployment sets them without editing the ini file.
     """
     settings["sqlalchemy.url"] = database_url(settings)
     if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (README, "Deployment")
         settings["db.read_url"] = os.environ["DATABASE_READ_URL"]
     if os.environ.get("JSONAPI_CURSOR_SECRET"):
         settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]
+    if "JSONAPI_CORS_ORIGINS" in os.environ:
+        settings["jsonapi.cors_origins"] = os.environ["JSONAPI_CORS_ORIGINS"]
     with Configurator(settings=settings) as config:
         config.include("jsonapi_pyramid.db")  # engine, pyramid_tm, pyramid_retry, request.dbsession
         config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation

@@ -14,6 +14,7 @@ from pyramid.tweens import EXCVIEW
 
 from .body import json_body, request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, get_registry
+from .cors import parse_origins
 from .errors import (
     BadRequest,
     Conflict,
@@ -25,6 +26,7 @@ from .errors import (
     error_object,
 )
 from .loading import count_of
+from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
 from .security import Permission
@@ -75,6 +77,10 @@ DEFAULTS = {
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
+    # Origins of browser pages allowed to call the API (CORS): space-separated, or "*"; empty: none.
+    "cors_origins": "",
+    # Seconds a browser may keep a preflight's answer (Chromium keeps at most 7200).
+    "cors_max_age": 600,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
     # True: start anyway (the application enforces access some other way). README, "Security".
     "allow_acl_without_policy": False,
@@ -103,6 +109,7 @@ def parse_settings(settings) -> dict:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
+    parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed
@@ -120,7 +127,9 @@ def add_jsonapi_resource(config, model, **options):
     (attribute -> ``request -> bool``: who may filter and sort by it, dotted paths included),
     ``apply`` (``(entity, attributes, request)``: writes validated attributes onto the entity;
     default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
-    ``request -> id or None``: the target when a create payload leaves it out). README, "Writing".
+    ``request -> id or None``: the target when a create payload leaves it out),
+    ``require_if_match`` (writes to an existing resource and its relationships need ``If-Match``:
+    428 without it). README, "Writing" and "Conditional requests".
     """
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)
@@ -174,12 +183,19 @@ def includeme(config):
     config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
     config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
+    config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")
     config.include(".operations")  # add_jsonapi_operation and its view predicate
     config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
+    # CORS: preflights answered before anything else; headers on every answer, errors included.
+    config.add_tween("jsonapi_pyramid.cors.cors_tween_factory", under="jsonapi_pyramid.logging.access_log_tween_factory",
+                     over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
+    # ETag on every GET/HEAD 200 with a body, 304 for If-None-Match (under CORS: a 304 has its headers).
+    config.add_tween("jsonapi_pyramid.conditional.etag_tween_factory", under="jsonapi_pyramid.cors.cors_tween_factory",
+                     over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # Query parameter names checked for every method before traversal and views (400, no change).
     config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",

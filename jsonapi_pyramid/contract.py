@@ -114,6 +114,7 @@ class ResourceDefinition:
         restricted: dict[str, Callable] | None = None,
         apply: Callable | None = None,
         relationship_defaults: dict[str, Callable] | None = None,
+        require_if_match: bool = False,
     ):
         self.model = model
         self.type = type or getattr(model, "__jsonapi_type__", None)
@@ -135,6 +136,8 @@ class ResourceDefinition:
         self.apply = apply
         #: relationship -> ``request -> id or None``: the target when a create payload omits it
         self.relationship_defaults = dict(relationship_defaults or {})
+        #: writes to an existing resource need ``If-Match`` (428 without it; preconditions.py)
+        self.require_if_match = bool(require_if_match)
         # Resolved at commit:
         self.transformer_class: type[Transformer] | None = None
         self.relationships: RelationshipsCollection = RelationshipsCollection()
@@ -160,6 +163,9 @@ class ResourceDefinition:
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
+        #: registered definitions of subclasses of this model (a polymorphic base), most derived first
+        self.subtypes: tuple[ResourceDefinition, ...] = ()
+        self._family: dict[type, ResourceDefinition] = {}
         self.operations: dict[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
 
     def __repr__(self) -> str:
@@ -314,6 +320,44 @@ class ResourceDefinition:
         transformer.definition = self
         return transformer
 
+    def definition_of(self, entity) -> ResourceDefinition:
+        """The definition an instance is shown as: its own class's (a registered subclass of a
+        polymorphic base is its own type), else this one."""
+        if not self.subtypes:
+            return self
+        for klass in type(entity).__mro__:
+            found = self._family.get(klass)
+            if found is not None:
+                return found
+        return self
+
+    def family_types(self) -> tuple[str, ...]:
+        """The types a resource of this type may be shown as (itself and registered subtypes)."""
+        return (self.type, *(sub.type for sub in self.subtypes))
+
+    def resolve_subtypes(self, registry: Registry) -> None:
+        """A registered model with registered subclasses is a polymorphic base: its rows are shown
+        as their own class's type. They are read as instances (a record has no class), and a joined
+        subclass's columns must come in the same statement (``with_polymorphic`` on the base, or
+        ``polymorphic_load`` on the subclass), or each row would load them with a statement of its own."""
+        subtypes = [d for d in registry.types.values() if d is not self and issubclass(d.model, self.model)]
+        if not subtypes:
+            return
+        mapper = inspect(self.model)
+        for sub in subtypes:
+            sub_mapper = inspect(sub.model)
+            joined = sub_mapper.local_table is not mapper.local_table
+            if joined and not mapper.with_polymorphic and sub_mapper.polymorphic_load is None:
+                raise ConfigurationError(
+                    f"{self.model.__name__}: its subclass {sub.model.__name__} ({sub.type}) has a table of its own; "
+                    f"set __mapper_args__ = {{'with_polymorphic': '*'}} on {self.model.__name__} (or "
+                    f"'polymorphic_load': 'selectin' on {sub.model.__name__}) so a page of {self.type} reads its "
+                    "columns in a fixed number of statements"
+                )
+        self.subtypes = tuple(sorted(subtypes, key=lambda d: -len(d.model.__mro__)))
+        self._family = {d.model: d for d in (self, *self.subtypes)}
+        self.record_columns = None
+
     def identity(self, entity) -> str:
         """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
         return self.format_id(getattr(entity, self.id_attribute))
@@ -381,6 +425,8 @@ class Registry:
     def resolve(self) -> None:
         for definition in self.types.values():
             definition.resolve_own()
+        for definition in self.types.values():
+            definition.resolve_subtypes(self)
         for definition in self.types.values():
             definition.resolve_links(self)
         for definition in self.types.values():

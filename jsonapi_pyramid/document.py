@@ -84,11 +84,15 @@ def linkage_document(context, request) -> dict:
     links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}
     if not relationship.many:
         entity = load_related_one(request, owner, relationship, context.entity)
-        data = None if entity is None else builder.identifier(target, target.identity(entity))
+        data = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
         return {"jsonapi": JSONAPI, "data": data, "links": links}
     parent = (owner, relationship, getattr(context.entity, owner.id_attribute))
     paged = load_linkage_page(request, target, plan, parent=parent)
-    data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
+    if target.subtypes and paged.cursors is None:  # instances (load_linkage_page)
+        data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
+                for member in paged.primary]
+    else:
+        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
     links.update(builder.page_links(paged))
     document = {"jsonapi": JSONAPI, "data": data, "links": links}
     meta = builder.total_meta(paged.total)
@@ -139,7 +143,16 @@ class DocumentBuilder:
         return self.resources(definition, (entity,), linkage)[0]
 
     def resources(self, definition: ResourceDefinition, entities, linkage: dict | None = None) -> list[dict]:
-        """The resource objects of instances or records of one type, in order."""
+        """The resource objects of instances or records of one type, in order (the rows of a
+        polymorphic base each as its own class's type)."""
+        if definition.subtypes:
+            out = []
+            for entity in entities:
+                out.extend(self._resources(definition.definition_of(entity), (entity,), linkage))
+            return out
+        return self._resources(definition, entities, linkage)
+
+    def _resources(self, definition: ResourceDefinition, entities, linkage: dict | None) -> list[dict]:
         transformer, attributes, relationships, get_id, prefix, read_record = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
@@ -174,7 +187,8 @@ class DocumentBuilder:
             return
         by_type: dict[str, tuple[ResourceDefinition, list]] = {}
         for entity in loaded.primary:
-            by_type.setdefault(loaded.definition.type, (loaded.definition, []))[1].append(entity)
+            definition = loaded.definition.definition_of(entity)
+            by_type.setdefault(definition.type, (definition, []))[1].append(entity)
         for definition, entity in loaded.included:
             by_type.setdefault(definition.type, (definition, []))[1].append(entity)
         for type_name, fields in self.plan.metas.items():

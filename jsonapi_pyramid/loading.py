@@ -212,7 +212,9 @@ def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
         ids, cursors = load_cursor_page(request, statement, keys, plan, 1)
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
-        statement = collection_statement(request, definition, plan, parent=parent, columns=(id_column,))
+        # a polymorphic base's members as instances: each identifier names its own type
+        columns = (definition.model,) if definition.subtypes else (id_column,)
+        statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
         ids = request.dbsession.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
@@ -247,8 +249,8 @@ def load_includes(request, loaded: Loaded, tree: dict) -> None:
     """Walk the include tree: one statement per node, for all parents of that node at once."""
     if not tree or not loaded.primary:
         return
-    get_id = id_getter(loaded.definition)
-    seen = {(loaded.definition.type, str(get_id(entity))) for entity in loaded.primary}
+    get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
+    seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
 
 
@@ -267,11 +269,12 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     get_id = id_getter(definition)
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    # the rows of a polymorphic base are shown (and their linkage kept) under their own types
+    parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
-        target_type = target.type
         statement = statements.get(request, ("include", definition, name),
                                    lambda: _include_statement(request, statements, definition, relationship))
         if target.record_columns is not None:  # records: (*record columns, parent id)
@@ -286,12 +289,13 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             resource_id = str(child_id(child))
             identifier = identifiers.get(resource_id)
             if identifier is None:
-                identifier = identifiers[resource_id] = {"type": target_type, "id": resource_id}
+                shown = target.definition_of(child) if target.subtypes else target
+                identifier = identifiers[resource_id] = {"type": shown.type, "id": resource_id}
                 children.append(child)
-                key = (target_type, resource_id)
+                key = (shown.type, resource_id)
                 if key not in seen:
                     seen.add(key)
-                    loaded.included.append((target, child))
+                    loaded.included.append((shown, child))
             members = by_parent.get(parent_id)
             if members is None:
                 by_parent[parent_id] = [identifier]
@@ -301,7 +305,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         many = relationship.many
         for parent_id in parent_ids:
             members = by_parent.get(parent_id)
-            slot = linkage.setdefault((definition.type, str(parent_id)), {})
+            slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
         _load_level(request, loaded, target, children, subtree, seen)
 

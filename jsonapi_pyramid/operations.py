@@ -132,9 +132,14 @@ def _fallbacks(config) -> set:
     return registry.jsonapi_operation_fallbacks
 
 
+def operation_methods(definition, on: str, name: str) -> list[str]:
+    """The methods of the operations ``name`` on the type's ``on`` node (its ``Allow``)."""
+    return sorted(method for (where, op, method) in definition.operations if (where, op) == (on, name))
+
+
 def _method_not_allowed(on: str, name: str):
     def allowed(context, request) -> list[str]:
-        return [method for (where, op, method) in context.definition.operations if (where, op) == (on, name)]
+        return operation_methods(context.definition, on, name)
 
     return method_not_allowed_view(allowed)
 

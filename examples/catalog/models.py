@@ -8,6 +8,8 @@
 | ``Book`` | native ``Uuid`` | every attribute kind, many-to-many through ``secondary`` |
 | ``Genre`` | string slug, client-made | self-reference both ways (``parent``/``children``) |
 | ``Contribution`` | integer | an association object (book, person, role) as its own resource |
+| ``Member``: ``Student``, ``Staff`` | integer | joined-table inheritance, each class its own type |
+| ``Holding``: ``PrintCopy``, ``EbookLicence`` | integer | single-table inheritance; ``Book.holdings`` yields both types |
 """
 from __future__ import annotations
 
@@ -159,6 +161,7 @@ class Book(Base):
     editor: Mapped[Person | None] = relationship(primaryjoin="Book.editor_id == Person.id", back_populates="edited")
     genres: Mapped[list[Genre]] = relationship(secondary=book_genres, back_populates="books")
     contributions: Mapped[list[Contribution]] = relationship(back_populates="book", cascade="all, delete-orphan")
+    holdings: Mapped[list[Holding]] = relationship(back_populates="book", cascade="all, delete-orphan")
 
     @hybrid_property
     def price_with_tax(self):
@@ -188,6 +191,7 @@ class Book(Base):
             ToOneRelationship.create("editor", Person, mapped_by="edited"),
             ToManyRelationship.create("genres", Genre, mapped_by="books"),
             ToManyRelationship.create("contributions", Contribution, mapped_by="book"),
+            ToManyRelationship.create("holdings", Holding, mapped_by="book"),
         )
 
 class Genre(Base):
@@ -244,6 +248,95 @@ class Contribution(Base):
         )
 
 
+class Member(Base):
+    """Someone who borrows: a student or a member of staff (joined-table inheritance; each
+    subclass is its own type, and a page of members reads every subclass's columns at once)."""
+
+    __tablename__ = "members"
+    __jsonapi_type__ = "members"
+    __mapper_args__ = {"polymorphic_on": "kind", "polymorphic_identity": "member", "with_polymorphic": "*"}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    loans: Mapped[list[Holding]] = relationship(back_populates="borrower")
+
+    @classmethod
+    def transformer(cls):
+        return MemberTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection(ToManyRelationship.create("loans", Holding, mapped_by="borrower"))
+
+
+class Student(Member):
+    __tablename__ = "students"
+    __jsonapi_type__ = "students"
+    __mapper_args__ = {"polymorphic_identity": "student"}
+    id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"), primary_key=True)
+    school: Mapped[str | None] = mapped_column(String(200))
+
+    @classmethod
+    def transformer(cls):
+        return StudentTransformer()
+
+
+class Staff(Member):
+    __tablename__ = "staff"
+    __jsonapi_type__ = "staff"
+    __mapper_args__ = {"polymorphic_identity": "staff"}
+    id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"), primary_key=True)
+    department: Mapped[str | None] = mapped_column(String(200))
+
+    @classmethod
+    def transformer(cls):
+        return StaffTransformer()
+
+
+class Holding(Base):
+    """A copy of a book the library holds: printed or an e-book licence (single-table inheritance)."""
+
+    __tablename__ = "holdings"
+    __jsonapi_type__ = "holdings"
+    __mapper_args__ = {"polymorphic_on": "kind", "polymorphic_identity": "holding"}
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    book_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("books.id", ondelete="CASCADE"))
+    borrower_id: Mapped[int | None] = mapped_column(ForeignKey("members.id", ondelete="SET NULL"))
+    shelf_mark: Mapped[str | None] = mapped_column(String(20))
+    licence_key: Mapped[str | None] = mapped_column(String(40))
+    book: Mapped[Book] = relationship(back_populates="holdings")
+    borrower: Mapped[Member | None] = relationship(back_populates="loans")
+
+    @classmethod
+    def transformer(cls):
+        return HoldingTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection(
+            ToOneRelationship.create("book", Book, mapped_by="holdings"),
+            ToOneRelationship.create("borrower", Member, mapped_by="loans"),
+        )
+
+
+class PrintCopy(Holding):
+    __jsonapi_type__ = "printCopies"
+    __mapper_args__ = {"polymorphic_identity": "print"}
+
+    @classmethod
+    def transformer(cls):
+        return PrintCopyTransformer()
+
+
+class EbookLicence(Holding):
+    __jsonapi_type__ = "ebookLicences"
+    __mapper_args__ = {"polymorphic_identity": "ebook"}
+
+    @classmethod
+    def transformer(cls):
+        return EbookLicenceTransformer()
+
 # -- what clients see -------------------------------------------------------------------------
 
 class PublisherTransformer(Transformer):
@@ -271,3 +364,27 @@ class GenreTransformer(Transformer):
 
 class ContributionTransformer(Transformer):
     attributes = ("role",)
+
+
+class MemberTransformer(Transformer):
+    attributes = ("name",)
+
+
+class StudentTransformer(Transformer):
+    attributes = ("name", "school")
+
+
+class StaffTransformer(Transformer):
+    attributes = ("name", "department")
+
+
+class HoldingTransformer(Transformer):
+    attributes = ()
+
+
+class PrintCopyTransformer(Transformer):
+    attributes = ("shelfMark",)
+
+
+class EbookLicenceTransformer(Transformer):
+    attributes = ("licenceKey",)

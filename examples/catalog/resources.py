@@ -3,7 +3,20 @@ from __future__ import annotations
 
 import colander
 
-from .models import Book, Contribution, Genre, LibraryCard, Person, Publisher
+from .models import (
+    Book,
+    Contribution,
+    EbookLicence,
+    Genre,
+    Holding,
+    LibraryCard,
+    Member,
+    Person,
+    PrintCopy,
+    Publisher,
+    Staff,
+    Student,
+)
 
 #: Attributes written without a colander schema are converted strictly from the column's type
 #: (jsonapi_pyramid.jsontypes): this is all the catalogue declares for most types.
@@ -30,3 +43,11 @@ def includeme(config):
                                             "genres.parent.name", "publisher.name"))
     config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate)
     config.add_jsonapi_resource(Contribution, writable=("role",))
+    # Inheritance: each class its own type. The bases are registered too: a relationship to a base
+    # (Book.holdings, Holding.borrower) shows each row as its own class's type.
+    config.add_jsonapi_resource(Member, writable=("name",))
+    config.add_jsonapi_resource(Student, writable=("name", "school"))
+    config.add_jsonapi_resource(Staff, writable=("name", "department"))
+    config.add_jsonapi_resource(Holding)
+    config.add_jsonapi_resource(PrintCopy, writable=("shelfMark",))
+    config.add_jsonapi_resource(EbookLicence, writable=("licenceKey",))

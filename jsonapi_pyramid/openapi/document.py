@@ -6,6 +6,7 @@ import orjson
 
 from ..contract import get_registry
 from ..openapi_atomic import add_atomic_operations
+from ..openapi_conditional import add_conditional_requests
 from ..renderer import MEDIA_TYPE
 from ..views import VIEWS
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
@@ -27,7 +28,7 @@ def get_document(registry) -> dict:
 
 def build_document(registry) -> dict:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
-    return _Builder(registry).build()
+    return add_conditional_requests(_Builder(registry).build(), get_registry(registry))
 
 
 class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):

@@ -40,10 +40,14 @@ def _unknown_members(obj: dict, allowed: frozenset, pointer: str, failures: Fail
             failures.add(f"{pointer}/{_escape(name)}", f"{what} has no member {name!r}.")
 
 
-def _check_type(definition, data: dict, pointer: str, failures: Failures, expected: str | None = None) -> None:
+def _check_type(definition, data: dict, pointer: str, failures: Failures, expected: str | None = None, *,
+                family: bool = False) -> None:
+    """``family``: a resource identifier, which may name a polymorphic base's subtypes."""
     expected = expected or definition.type
     if "type" not in data:
         failures.add(f"{pointer}/type", "type is required.")
+    elif family and getattr(definition, "subtypes", ()) and data["type"] in definition.family_types():
+        return
     elif data["type"] != expected:
         failures.add(f"{pointer}/type", f"type must be {expected!r} here, not {data['type']!r}.")
 

@@ -85,7 +85,7 @@ def _identifier(target, item, pointer: str, failures: Failures):
         return _FAILED
     before = len(failures.items)
     _unknown_members(item, IDENTIFIER_MEMBERS, pointer, failures, "A resource identifier object")
-    _check_type(target, item, pointer, failures)
+    _check_type(target, item, pointer, failures, family=True)
     if "id" not in item:
         failures.add(f"{pointer}/id", "id is required.")
     elif not isinstance(item["id"], str):

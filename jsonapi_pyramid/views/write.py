@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import writes
 from ..body import request_data
+from ..conditional import resource_etag
 from ..document import linkage_document, resource_document
 from ..query import parse_query
 from ..writes import Write
@@ -23,15 +24,18 @@ def create(context, request):
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
+    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
     return document
 
 
 def update(context, request):
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
-    the updated resource document."""
+    the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
-    return resource_document(request, plan, context.definition, entity)
+    document = resource_document(request, plan, context.definition, entity)
+    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
+    return document
 
 
 def remove(context, request):

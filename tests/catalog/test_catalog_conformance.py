@@ -36,4 +36,12 @@ def jsonapi_factories():
         "genres": lambda kit, n: {"id": f"genre-{n}", "attributes": {"name": f"Genre {n}"}},
         "contributions": lambda kit, n: {"attributes": {"role": "translator"}, "relationships": {
             "book": {"data": kit.create("books")}, "person": {"data": kit.create("people")}}},
+        "members": lambda kit, n: {"attributes": {"name": f"Member {n}"}},
+        "students": lambda kit, n: {"attributes": {"name": f"Student {n}", "school": "North"}},
+        "staff": lambda kit, n: {"attributes": {"name": f"Staff {n}", "department": "Loans"}},
+        "holdings": lambda kit, n: {"relationships": {"book": {"data": kit.create("books")}}},
+        "printCopies": lambda kit, n: {"attributes": {"shelfMark": f"A-{n}"},
+                                       "relationships": {"book": {"data": kit.create("books")}}},
+        "ebookLicences": lambda kit, n: {"attributes": {"licenceKey": f"K-{n}"},
+                                         "relationships": {"book": {"data": kit.create("books")}}},
     }

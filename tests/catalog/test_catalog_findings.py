@@ -73,9 +73,11 @@ def _register_all(config, **book_options):
     config.add_jsonapi_resource(Book, **book_options)
     for model in (Publisher, Person, LibraryCard, Genre):
         config.add_jsonapi_resource(model, client_ids=model in (Publisher, Genre))
-    from catalog.models import Contribution
+    from catalog import models
 
-    config.add_jsonapi_resource(Contribution)
+    for model in (models.Contribution, models.Member, models.Student, models.Staff, models.Holding,
+                  models.PrintCopy, models.EbookLicence):
+        config.add_jsonapi_resource(model)
 
 
 def test_dotted_path_through_a_type_registered_later_resolves():

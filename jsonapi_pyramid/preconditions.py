@@ -1,0 +1,115 @@
+"""``If-Match`` on writes (RFC 9110 section 13.1.1; CONTRACT.md section 8): no lost update.
+
+``PATCH``/``DELETE`` of a resource and every relationship write on it compare ``If-Match`` with
+the current ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for the caller; a mismatch
+is a 412 and nothing changes. Without ``If-Match`` a write proceeds, unless the type was
+registered with ``require_if_match=True``: then 428.
+
+The comparison and the write are one atomic step: the row is locked *before* its current state is
+read and compared, and the lock is held until the transaction ends, so of two writers holding the
+same tag the second one waits, then sees the first one's change and gets 412:
+
+* PostgreSQL (and any database with row locks): ``SELECT ... FOR UPDATE`` of the row, which also
+  re-reads it (``Session.refresh(with_for_update=True)``);
+* SQLite has no row locks, and pysqlite opens its transaction only at the first write: a no-op
+  ``UPDATE`` of the row (its key and every column with an ``onupdate`` set to themselves, so no
+  value changes) takes the database's write lock first, then the row is re-read inside that
+  transaction. Another writer's ``UPDATE`` waits for the lock (the busy timeout) until this
+  transaction commits or rolls back.
+
+The check is the library's write check (``writes``: the first step of every write operation, for
+single requests and atomic operations alike): after authorization (a caller that may not write
+gets 401/403/404 whatever it sends) and before the payload is validated or anything changes.
+Atomic operations carry their tags in ``meta.ifMatch`` (CONTRACT.md section 8).
+"""
+from __future__ import annotations
+
+from sqlalchemy import update
+from sqlalchemy.exc import InvalidRequestError
+
+from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
+from .errors import JsonApiError
+
+__all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
+
+
+class PreconditionFailed(JsonApiError):
+    status, title = 412, "Precondition Failed"
+
+
+class PreconditionRequired(JsonApiError):
+    status, title = 428, "Precondition Required"
+
+
+def lock_row(request, definition, entity) -> bool:
+    """Lock ``entity``'s row until the transaction ends and re-read it (see the module's text).
+    False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
+    session = request.dbsession
+    try:
+        if session.get_bind(mapper=definition.model).dialect.name == "sqlite":
+            table = definition.id_column.table
+            key = definition.id_column
+            unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
+            session.execute(update(table).where(key == getattr(entity, definition.id_attribute)).values(unchanged))
+            session.refresh(entity)
+        else:
+            session.refresh(entity, with_for_update=True)
+    except InvalidRequestError:  # "Could not refresh instance": no such row any more
+        return False
+    return True
+
+
+def check_if_match(request, definition, entity) -> None:
+    """The precondition of a write to ``entity`` (a resource or one of its relationships).
+
+    No ``If-Match``: nothing to do (428 when the type requires it). Otherwise the row is locked,
+    re-read, and its ``ETag`` compared by strong comparison; ``*`` matches any existing resource."""
+    header = request.headers.get("If-Match")
+    if header is None:
+        if definition.require_if_match:
+            raise PreconditionRequired(
+                f"Changes to {definition.type} must be conditional: send If-Match with the resource's ETag "
+                f"(from GET /{definition.type}/<id>).", header="If-Match")
+        return
+    check_tag(request, definition, entity, header)
+
+
+def check_tag(request, definition, entity, header: str, *, pointer: str | None = None) -> None:
+    """Lock ``entity``'s row and compare ``header`` (entity tags) with its current ``ETag``: 412
+    on a mismatch. ``pointer``: where the tags came from in a document (atomic operations), if
+    not from the ``If-Match`` header."""
+    tags = parse_entity_tags(header)
+    where = {"pointer": pointer} if pointer is not None else {"header": "If-Match"}
+    if not lock_row(request, definition, entity):
+        # No current representation: the condition is false, even for "*" (RFC 9110 13.1.1).
+        raise PreconditionFailed(f"The {definition.type} resource was deleted meanwhile.", **where)
+    if tags == ANY:
+        return
+    if not strong_match(tags, resource_etag(request, definition, entity)):
+        raise PreconditionFailed(
+            f"The {definition.type} resource changed since the ETag sent was given out: "
+            "read it again and reapply the change.", **where)
+
+
+def if_match_check(request, write) -> None:
+    """The write check (``writes``: ``config.add_jsonapi_write_check``) of every write to an
+    existing resource: its update or removal, and every change to one of its relationships.
+
+    A single request compares the ``If-Match`` header; an atomic operation compares its
+    ``meta.ifMatch`` (its own tag: the request's header belongs to ``/api/operations``)."""
+    if write.kind == "create":
+        return
+    context = write.context
+    definition, entity = context.definition, context.entity
+    if write.context is request.context:  # a single request: its own URL is the target
+        check_if_match(request, definition, entity)
+        return
+    tags = (write.meta or {}).get("ifMatch")
+    if tags is None:
+        if definition.require_if_match:
+            raise PreconditionRequired(f"Changes to {definition.type} must be conditional: give meta.ifMatch.",
+                                       pointer="/meta/ifMatch")
+        return
+    if not isinstance(tags, str):
+        raise PreconditionFailed("meta.ifMatch must be a string of entity tags (an ETag).", pointer="/meta/ifMatch")
+    check_tag(request, definition, entity, tags, pointer="/meta/ifMatch")
