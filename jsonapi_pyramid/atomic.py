@@ -56,7 +56,7 @@ def operations_view(context, request):
     request.add_response_callback(_name_the_extension)
     _refuse_query_parameters(request)
     operations = read_operations(request)
-    local_ids: dict = {}
+    local_ids = LocalIds()
     builder = DocumentBuilder(request)
     results = []
     for index, operation in enumerate(operations):
@@ -152,7 +152,23 @@ def prefixed(error: JsonApiError, prefix: str) -> JsonApiError:
 
 # -- one operation -------------------------------------------------------------------------------
 
-def run_operation(request, operation: dict, local_ids: dict, builder) -> dict:
+class LocalIds:
+    """The ids of the resources added so far under a ``lid``: ``get(type, lid)``; ``lids`` all the
+    lids introduced (a lid names one resource, whatever its type)."""
+
+    def __init__(self):
+        self.ids: dict[tuple, str] = {}
+        self.lids: set[str] = set()
+
+    def add(self, type_name: str, lid: str, resource_id: str) -> None:
+        self.ids[(type_name, lid)] = resource_id
+        self.lids.add(lid)
+
+    def get(self, type_name, lid) -> str | None:
+        return self.ids.get((type_name, lid))
+
+
+def run_operation(request, operation: dict, local_ids: LocalIds, builder) -> dict:
     """Run one operation as its single request would run; its result object."""
     op = operation["op"]
     data, lid = _take_new_lid(op, operation.get("data"), local_ids)
@@ -173,11 +189,11 @@ def run_operation(request, operation: dict, local_ids: dict, builder) -> dict:
         return {}
     definition = context.definition
     if lid is not None:
-        local_ids[(definition.type, lid)] = definition.identity(entity)
+        local_ids.add(definition.type, lid, definition.identity(entity))
     return {"data": builder.resource(definition, entity)}
 
 
-def _take_new_lid(op: str, data, local_ids: dict):
+def _take_new_lid(op: str, data, local_ids: LocalIds):
     """``(data without its lid, lid)`` for an ``add`` of a resource that introduces a ``lid``;
     ``(data, None)`` otherwise."""
     if op != "add" or not isinstance(data, dict) or "lid" not in data:
@@ -188,12 +204,12 @@ def _take_new_lid(op: str, data, local_ids: dict):
         raise BadRequest("lid must be a non-empty string.", pointer="/data/lid")
     if "id" in data:
         raise BadRequest("A resource is named by id or by lid, not both.", pointer="/data/lid")
-    if any(known == lid for _type, known in local_ids):
+    if lid in local_ids.lids:
         raise BadRequest(f"The lid {lid!r} is used by an earlier operation already.", pointer="/data/lid")
     return data, lid
 
 
-def replace_local_ids(data, local_ids: dict, pointer: str = "/data"):
+def replace_local_ids(data, local_ids: LocalIds, pointer: str = "/data"):
     """A copy of ``data`` in which every ``{type, lid}`` of a resource added earlier is
     ``{type, id}``: ``data`` itself (an update's target, a to-one's linkage), the items of an array
     (a to-many's linkage) and ``data.relationships.*.data``."""
@@ -206,22 +222,27 @@ def replace_local_ids(data, local_ids: dict, pointer: str = "/data"):
     relationships = data.get("relationships")
     if isinstance(relationships, dict):
         data = dict(data)
-        data["relationships"] = {name: _member_without_lids(member, local_ids, f"{pointer}/relationships/{name}")
+        data["relationships"] = {name: _member_without_lids(member, local_ids, f"{pointer}/relationships/{_token(name)}")
                                  for name, member in relationships.items()}
     return data
 
 
-def _member_without_lids(member, local_ids: dict, pointer: str):
+def _token(name) -> str:
+    """A member name as a JSON pointer token (RFC 6901)."""
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def _member_without_lids(member, local_ids: LocalIds, pointer: str):
     if not isinstance(member, dict) or "data" not in member:
         return member
     return {**member, "data": replace_local_ids(member["data"], local_ids, f"{pointer}/data")}
 
 
-def _resolved_identifier(identifier: dict, local_ids: dict, pointer: str) -> dict:
+def _resolved_identifier(identifier: dict, local_ids: LocalIds, pointer: str) -> dict:
     if "id" in identifier:
         raise BadRequest("A resource identifier has id or lid, not both.", pointer=f"{pointer}/lid")
     lid = identifier["lid"]
-    found = local_ids.get((identifier.get("type"), lid)) if isinstance(lid, str) else None
+    found = local_ids.get(identifier.get("type"), lid) if isinstance(lid, str) else None
     if found is None:
         raise BadRequest(f"No earlier operation added a {identifier.get('type')!r} resource with lid {lid!r}.",
                          pointer=f"{pointer}/lid")
@@ -230,14 +251,14 @@ def _resolved_identifier(identifier: dict, local_ids: dict, pointer: str) -> dic
     return resolved
 
 
-def find_target(request, operation: dict, data, local_ids: dict):
+def find_target(request, operation: dict, data, local_ids: LocalIds):
     """The traversal node the operation targets (404 for an unknown or hidden one)."""
     root_name = get_registry(request).settings["root_name"]
     if "href" in operation:
         return _walk(request, _href_segments(request, operation["href"]), "/href")
     if "ref" in operation:
         ref = operation["ref"]
-        resource_id = ref["id"] if "id" in ref else local_ids.get((ref["type"], ref["lid"]))
+        resource_id = ref["id"] if "id" in ref else local_ids.get(ref["type"], ref["lid"])
         if resource_id is None:
             raise BadRequest(f"No earlier operation added a {ref['type']!r} resource with lid {ref['lid']!r}.",
                              pointer="/ref/lid")

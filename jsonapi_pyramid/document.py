@@ -88,7 +88,7 @@ def linkage_document(context, request) -> dict:
         return {"jsonapi": JSONAPI, "data": data, "links": links}
     parent = (owner, relationship, getattr(context.entity, owner.id_attribute))
     paged = load_linkage_page(request, target, plan, parent=parent)
-    if target.subtypes and paged.cursors is None:  # instances (load_linkage_page)
+    if target.subtypes:  # instances (load_linkage_page)
         data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
                 for member in paged.primary]
     else:

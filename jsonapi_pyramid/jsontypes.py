@@ -31,11 +31,11 @@ import uuid
 from typing import Any
 
 import colander
-from sqlalchemy import inspect
+from sqlalchemy import Column, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.sql import sqltypes
 
-__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "json_kind"]
+__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "json_kind", "required_column"]
 
 #: SQL types of numbers (SQLAlchemy 2.1's ``Float`` is no longer a ``Numeric``).
 NUMBER_TYPES = (sqltypes.Numeric, sqltypes.Float)
@@ -77,6 +77,14 @@ def attribute_sql_type(model: type, attribute: str) -> tuple[Any, bool]:
         if sql_type is not None and not isinstance(sql_type, sqltypes.NullType):
             return sql_type, True
     return None, True
+
+
+def required_column(model: type, attribute: str) -> bool:
+    """Must a create give this attribute? A NOT NULL column with no default of its own."""
+    prop = inspect(model).attrs.get(attribute)
+    column = prop.columns[0] if prop is not None and len(getattr(prop, "columns", ())) == 1 else None
+    return (isinstance(column, Column) and not column.nullable and column.default is None
+            and column.server_default is None and not column.primary_key)
 
 
 def json_kind(sql_type=None, node=None) -> str:

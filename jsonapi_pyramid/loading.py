@@ -210,6 +210,10 @@ def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
         columns = (id_column, *(key.column for key in keys_of(request, definition, plan)))
         statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
         ids, cursors = load_cursor_page(request, statement, keys, plan, 1)
+        if definition.subtypes and ids:  # a polymorphic base's members as instances (their types), in order
+            found = {getattr(e, definition.id_attribute): e
+                     for e in request.dbsession.scalars(select(definition.model).where(id_column.in_(ids)))}
+            ids = [found[i] for i in ids]
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
         # a polymorphic base's members as instances: each identifier names its own type

@@ -5,7 +5,8 @@ Applied to the built document (``openapi.build_document``), from its paths alone
 * every ``GET`` with a 200 answer: the ``If-None-Match`` parameter, ``ETag`` on the 200, and 304;
 * ``PATCH``/``DELETE`` of ``/<type>/{id}`` and every write on ``/<type>/{id}/relationships/<name>``:
   the ``If-Match`` parameter and 412, plus 428 for a type registered with ``require_if_match``;
-* the standard create (201) and update (200) answers: ``ETag`` (the plain GET's).
+* the standard create (201) and update (200) answers: ``ETag`` (the plain GET's);
+* atomic operations (when registered): ``meta.ifMatch`` of an operation, and 412 (428).
 """
 from __future__ import annotations
 
@@ -91,4 +92,21 @@ def add_conditional_requests(document: dict, jsonapi) -> dict:
                 headers = {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}
                 responses[written] = {**responses[written], "headers": headers}
             operation["responses"] = dict(sorted(responses.items()))
+    _atomic(document, root, any(d.require_if_match for d in jsonapi.types.values()))
     return document
+
+
+def _atomic(document: dict, root: str, required: bool) -> None:
+    operation = document["paths"].get(root + "operations", {}).get("post")
+    schema = document["components"]["schemas"].get("AtomicOperation")
+    if operation is None or schema is None:
+        return
+    schema["properties"]["meta"] = {"type": "object", "properties": {"ifMatch": {
+        "type": "string",
+        "description": "Entity tags (or `*`) the target resource must still have, as `If-Match` of the single "
+                       "request (an update, a removal, a relationship change): otherwise 412 for the whole request."}}}
+    responses = operation["responses"]
+    responses["412"] = _ref("responses", "PreconditionFailed")
+    if required:
+        responses["428"] = _ref("responses", "PreconditionRequired")
+    operation["responses"] = dict(sorted(responses.items()))

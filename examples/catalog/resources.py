@@ -38,9 +38,11 @@ def includeme(config):
     # A text key that holds UUIDs: said here, never guessed from String(36).
     config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
     config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
-                                sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name"),
+                                # computed in SQL: titleLength (column_property), priceWithTax (hybrid)
+                                sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name",
+                                          "titleLength", "priceWithTax"),
                                 filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
-                                            "genres.parent.name", "publisher.name"))
+                                            "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"))
     config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate)
     config.add_jsonapi_resource(Contribution, writable=("role",))
     # Inheritance: each class its own type. The bases are registered too: a relationship to a base

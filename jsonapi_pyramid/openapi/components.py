@@ -83,9 +83,10 @@ class ComponentsMixin:
     def _resource_schemas(self, definition) -> None:
         T = definition.type
         accepted, shown = self._writable_names(definition)
+        family = [d.type for d in (definition, *definition.subtypes)]  # a polymorphic base's rows: their own types
         self.schemas[_camel(T, "Identifier")] = {
             "type": "object",
-            "properties": {"type": {"const": T}, "id": self._id_schema(definition),
+            "properties": {"type": {"const": T} if len(family) == 1 else {"enum": family}, "id": self._id_schema(definition),
                            "links": _ref("schemas", "Links"), "meta": {"type": "object"}},
             "required": ["type", "id"],
         }
@@ -110,7 +111,7 @@ class ComponentsMixin:
                 "properties": {"links": _ref("schemas", "Links"), "data": data, "meta": {"type": "object"}},
             }
         self._resource_object_schema(definition, attributes, relationships)
-        self._document_schemas(T)
+        self._document_schemas(T, family)
         for kind in ("create", "update"):
             self._request_schema(definition, kind, accepted, shown)
 
@@ -131,10 +132,12 @@ class ComponentsMixin:
             "required": ["type", "id"],
         }
 
-    def _document_schemas(self, T: str) -> None:
+    def _document_schemas(self, T: str, family: list[str]) -> None:
         """The documents of one type: resource, nullable, collection, linkage and linkage requests."""
         base = {"jsonapi": _ref("schemas", "JsonApi"), "links": _ref("schemas", "Links"), "meta": {"type": "object"}}
         resource = _ref("schemas", _camel(T, "Resource"))
+        if len(family) > 1:
+            resource = {"anyOf": [_ref("schemas", _camel(name, "Resource")) for name in family]}
         included = {"type": "array", "items": _ref("schemas", "Resource")}
         self.schemas[_camel(T, "Document")] = {
             "type": "object", "properties": {**base, "data": resource, "included": included},

@@ -9,7 +9,7 @@ import colander
 from sqlalchemy import select
 
 from ..errors import BadRequest, Conflict, Forbidden
-from ..jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind
+from ..jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind, required_column
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
 from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, max_linkage_items, read_linkage
 from .rules import run_schema
@@ -140,6 +140,11 @@ def _validate_attributes(request, definition, data: dict, entity, failures: Fail
             sent[name] = value
         else:  # no colander node: the column's type converts it (strictly)
             _decode_unchecked(name, value, sql_type, nullable, pointer, unchecked, failures)
+    if entity is None:  # a create: NOT NULL columns without a default and without a schema node
+        for name in writable:
+            if name not in attributes and (bound is None or name not in bound) and \
+                    required_column(definition.model, definition.entity_attribute(name)):
+                failures.add(f"/data/attributes/{_escape(name)}", f"{name} is required.")
     if bound is None:
         return unchecked
     values, schema_failures = run_schema(bound, sent, partial=entity is not None)

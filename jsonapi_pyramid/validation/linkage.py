@@ -26,6 +26,8 @@ class Linkage:
     many: bool = False
     parsed: bool = False
     broken: bool = False  # some items failed their shape check (reported already)
+    #: pointer -> the type sent, for a polymorphic target (the row found must be of that type)
+    types: dict = dataclasses.field(default_factory=dict)
 
 
 def read_linkage(relationship, value, pointer: str, failures: Failures, *, max_items: int):
@@ -45,7 +47,14 @@ def read_linkage(relationship, value, pointer: str, failures: Failures, *, max_i
                               "identifier object or null, not an array.")
         return _FAILED
     item = _identifier(target, value, pointer, failures)
-    return _FAILED if item is _FAILED else Linkage([item])
+    return _FAILED if item is _FAILED else Linkage([item], types=_sent_types(target, [item], [value]))
+
+
+def _sent_types(target, items: list, values: list) -> dict:
+    if not getattr(target, "subtypes", ()):
+        return {}
+    by_pointer = {item[0]: value for item, value in zip(items, values) if item is not _FAILED}
+    return {pointer: value["type"] for pointer, value in by_pointer.items()}
 
 
 def _read_identifiers(target, value: list, pointer: str, failures: Failures, *, max_items: int):
@@ -58,7 +67,7 @@ def _read_identifiers(target, value: list, pointer: str, failures: Failures, *, 
     items = [_identifier(target, item, f"{pointer}/{index}", failures) for index, item in enumerate(value)]
     # Well-formed items are still looked up, so a missing one is reported with the malformed.
     valid = [item for item in items if item is not _FAILED]
-    return Linkage(valid, many=True, broken=len(valid) < len(items))
+    return Linkage(valid, many=True, broken=len(valid) < len(items), types=_sent_types(target, items, value))
 
 
 def resolve_identifiers(request, target, value: list, pointer: str = "/data") -> list:
@@ -111,8 +120,8 @@ def _resolve(request, target, linkage, failures: Failures):
             failures.add(pointer, f"{str(raw)!r} is not a {target.type} id: ids are compared as the exact "
                                   "strings the server gives out.")
             missing = True
-        elif entity is None:
-            failures.add(pointer, f"There is no {target.type} resource with id {str(raw)!r}.")
+        elif entity is None or linkage.types.get(pointer, target.type) not in (target.type, target.definition_of(entity).type):
+            failures.add(pointer, f"There is no {linkage.types.get(pointer, target.type)} resource with id {str(raw)!r}.")
             missing = True
         elif entity not in entities:
             entities.append(entity)  # duplicates are ignored

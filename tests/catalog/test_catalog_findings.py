@@ -200,3 +200,10 @@ def test_client_id_type_without_id_is_a_422_at_data_id(api, db):
     error = only_error(send(api, "post", "/api/genres", {"type": "genres", "attributes": {"name": "Poetry"}}, 422))
     assert error["source"]["pointer"] == "/data/id"
     assert db.scalar(select(Genre.id)) is None
+
+
+def test_a_not_null_attribute_without_a_schema_is_required_on_create(api, db):
+    response = send(api, "post", "/api/books", {"type": "books", "attributes": {"pages": 10}}, 422)
+    assert only_error(response) == {**only_error(response), "source": {"pointer": "/data/attributes/title"},
+                                    "detail": "title is required."}
+    assert db.scalar(select(Book.id)) is None

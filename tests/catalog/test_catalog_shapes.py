@@ -40,6 +40,9 @@ def test_a_to_many_to_a_base_yields_each_row_as_its_own_type(api, library):
     assert included[("staff", str(library["bo"].id))]["attributes"] == {"name": "Bo", "department": "Rare books"}
     assert identifiers(api.get(f"/api/books/{book.id}/holdings").json["data"]) == expected
     assert identifiers(api.get(f"/api/books/{book.id}/relationships/holdings").json["data"]) == expected
+    cursor = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
+    paged = api.get(f"/api/books/{book.id}/relationships/holdings", headers={"Accept": cursor}).json["data"]
+    assert identifiers(paged) == expected and all("cursor" in item["meta"]["page"] for item in paged)
     assert identifiers(api.get("/api/holdings", params={"filter[book]": str(book.id), "sort": "-id"}).json["data"]) \
         == expected
 
@@ -75,6 +78,11 @@ def test_linking_a_subtype_where_the_base_is_the_target(api, db, library):
                          params=json.dumps({"data": {"type": "books", "id": str(bo.id)}}),
                          headers={"Content-Type": JSONAPI}, status=422)
     assert response.json["errors"][0]["source"]["pointer"] == "/data/type"
+    # a type of the family that is not the row's own
+    response = api.patch(f"/api/printCopies/{copy.id}/relationships/borrower",
+                         params=json.dumps({"data": {"type": "students", "id": str(bo.id)}}),
+                         headers={"Content-Type": JSONAPI}, status=422)
+    assert response.json["errors"][0]["detail"] == f"There is no students resource with id '{bo.id}'."
     db.expire_all()
     assert db.get(Holding, copy.id).borrower_id == bo.id
 
@@ -93,3 +101,16 @@ def test_one_to_one_and_two_relationships_to_one_target(api, db):
     assert card["attributes"] == {"number": "7"}
     assert api.get(f"/api/cards/{card['id']}/relationships/holder").json["data"] == {"type": "people",
                                                                                    "id": str(ursula.id)}
+
+
+def test_the_openapi_document_names_the_types_a_base_shows(api):
+    from openapi_spec_validator import validate
+
+    document = api.get("/api/openapi.json").json
+    validate(document)
+    schemas = document["components"]["schemas"]
+    assert schemas["MembersIdentifier"]["properties"]["type"] == {"enum": ["members", "students", "staff"]}
+    assert schemas["StudentsIdentifier"]["properties"]["type"] == {"const": "students"}
+    items = schemas["HoldingsCollectionDocument"]["properties"]["data"]["items"]
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in items["anyOf"]] == [
+        "HoldingsResource", "PrintCopiesResource", "EbookLicencesResource"]

@@ -292,3 +292,20 @@ def test_atomic_operations_check_meta_if_match(api, blog, admin, engine):
     atomic([update("tags", tag, {"name": "renamed"}, tag_etag), update("articles", hello, {"title": "x"}, article_etag),
             update("articles", hello, {"body": "no condition"}, None)], 200)
     assert api.get(f"/api/tags/{tag}").json["data"]["attributes"]["name"] == "renamed"
+
+
+def test_the_openapi_document_describes_conditional_requests(api):
+    document = api.get("/api/openapi.json").json
+    paths = document["paths"]
+    show, update = paths["/api/articles/{id}"]["get"], paths["/api/articles/{id}"]["patch"]
+    assert {"$ref": "#/components/parameters/IfNoneMatch"} in show["parameters"]
+    assert "304" in show["responses"] and "ETag" in show["responses"]["200"]["headers"]
+    assert {"$ref": "#/components/parameters/IfMatch"} in update["parameters"]
+    assert "412" in update["responses"] and "ETag" in update["responses"]["200"]["headers"]
+    assert "428" not in update["responses"]  # the blog requires no If-Match
+    assert "ETag" in paths["/api/articles"]["post"]["responses"]["201"]["headers"]
+    for method in ("post", "patch", "delete"):
+        assert "412" in paths["/api/articles/{id}/relationships/tags"][method]["responses"]
+    assert "412" not in paths["/api/articles"]["post"]["responses"]
+    assert "ifMatch" in document["components"]["schemas"]["AtomicOperation"]["properties"]["meta"]["properties"]
+    assert "412" in paths["/api/operations"]["post"]["responses"]

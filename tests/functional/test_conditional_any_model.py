@@ -82,6 +82,8 @@ def test_a_type_that_requires_if_match(notes):
     send(notes, "DELETE", "/api/notes/n-1", None, 412, **{"If-Match": created.headers["ETag"]})
     send(notes, "DELETE", "/api/notes/n-1", None, 204, **{"If-Match": etag})
     notes.get("/api/notes/n-1", status=404)
+    paths = notes.get("/api/openapi.json").json["paths"]
+    assert {"412", "428"} <= set(paths["/api/notes/{id}"]["patch"]["responses"])
 
 
 def test_any_origin_and_a_500_the_page_can_read(notes):

@@ -44,7 +44,7 @@ def urls(blog):
     return [
         "/api/articles", f"/api/articles/{hello}", "/api/articles/987654", f"/api/articles/{hello}/tags",
         f"/api/comments/{comment}/relationships/article", f"/api/articles/{hello}/relationships/tags",
-        "/api/users/activate", f"/api/users/{alice}/activate", "/api/openapi.json", "/api/tokens",
+        "/api/users/activate", f"/api/users/{alice}/activate", "/api/openapi.json", "/api/tokens", "/api/operations",
     ]
 
 
