@@ -25,18 +25,26 @@ import time
 import urllib.error
 import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-DIR = pathlib.Path(os.environ.get("CLUSTER_DIR", "/tmp/jsonapi-cluster"))
-PACKAGES = ("postgresql-15", "patroni", "etcd-server", "haproxy")
-PG_BIN = "/usr/lib/postgresql/15/bin"
-HOST = "127.0.0.1"
-ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
-NODES = {f"node{i}": {"pg": 25432 + i, "rest": 28007 + i} for i in (1, 2, 3)}  # node1: 25433 / 28008
-PRIMARY_PORT, REPLICA_PORT = 25000, 25001  # HAProxy: Patroni's leader / its streaming replicas
-APP_PORT, STATS_PORT = 26543, 27000  # HAProxy: the application / its statistics page
-APP_PORTS = (26544, 26545)  # the two pserve processes
-DATABASE = "blog"
-URL = f"http://{HOST}:{APP_PORT}"
+from layout import (  # noqa: F401
+    APP_PORT,
+    APP_PORTS,
+    DATABASE,
+    DIR,
+    ETCD_PEER_PORT,
+    ETCD_PORT,
+    HAPROXY_503,
+    HOST,
+    NODES,
+    PACKAGES,
+    PG_BIN,
+    PRIMARY_PORT,
+    REPLICA_PORT,
+    ROOT,
+    STATS_PORT,
+    URL,
+    haproxy_cfg,
+    patroni_yaml,
+)
 
 
 def database_url(port: int = PRIMARY_PORT, database: str = DATABASE) -> str:
@@ -153,138 +161,7 @@ def http_json(url: str, timeout: float = 2):
 
 
 # ---------------------------------------------------------------------------------------------
-# configuration
-
-
-def patroni_yaml(name: str, apply_delay: int = 0) -> str:
-    """One node's Patroni configuration (YAML is a superset of JSON: written as JSON).
-
-    ``apply_delay``: seconds the node, as a replica, waits before applying a commit
-    (``recovery_min_apply_delay``; the read-your-writes proof). Patroni owns the recovery
-    settings: one set with ALTER SYSTEM is put back by Patroni within a loop.
-    """
-    node = NODES[name]
-    data_dir = DIR / name / "data"
-    config = {
-        "scope": "jsonapi", "namespace": "/jsonapi/", "name": name,
-        "restapi": {"listen": f"{HOST}:{node['rest']}", "connect_address": f"{HOST}:{node['rest']}"},
-        "etcd3": {"hosts": [f"{HOST}:{ETCD_PORT}"]},
-        "bootstrap": {
-            "dcs": {
-                # A dead leader is noticed within loop_wait and its key expires after ttl: failover
-                # in seconds. loop_wait + 2 * retry_timeout <= ttl, as Patroni requires.
-                "ttl": 10, "loop_wait": 2, "retry_timeout": 4,
-                # A crashed primary is not restarted in place: a replica is promoted at once.
-                "primary_start_timeout": 0,
-                # COMMIT returns once a synchronous standby has the WAL on disk, and Patroni only
-                # promotes that standby: no acknowledged write is lost (README).
-                "synchronous_mode": True,
-                "maximum_lag_on_failover": 1048576,
-                "postgresql": {
-                    "use_pg_rewind": True,  # the old primary rejoins as a replica
-                    "use_slots": True,
-                    "parameters": {
-                        "wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on",
-                        "max_connections": 100, "max_wal_senders": 10, "max_replication_slots": 10,
-                        "hot_standby_feedback": "on", "synchronous_commit": "on",
-                        # Statements counted per server by the proofs (cluster/test_cluster.py).
-                        "shared_preload_libraries": "pg_stat_statements",
-                    },
-                },
-            },
-            "initdb": [{"encoding": "UTF8"}, {"locale": "C.UTF-8"}],
-        },
-        "postgresql": {
-            "listen": f"{HOST}:{node['pg']}", "connect_address": f"{HOST}:{node['pg']}",
-            "data_dir": str(data_dir), "bin_dir": PG_BIN, "pgpass": str(DIR / name / "pgpass"),
-            # Loopback only, trust: this is a single-machine proof. On real machines: scram-sha-256
-            # and passwords (README, "Three machines").
-            "pg_hba": ["local all all trust", "host all all 127.0.0.1/32 trust",
-                       "host replication replicator 127.0.0.1/32 trust"],
-            "authentication": {"superuser": {"username": "postgres", "password": "postgres"},
-                               "replication": {"username": "replicator", "password": "replicator"},
-                               "rewind": {"username": "postgres", "password": "postgres"}},
-            "parameters": {"unix_socket_directories": str(DIR / name)},
-            "recovery_conf": {"recovery_min_apply_delay": f"{apply_delay}s"},
-        },
-        "tags": {"nofailover": False, "noloadbalance": False, "clonefrom": False, "nosync": False},
-    }
-    return json.dumps(config, indent=2)
-
-
-def haproxy_cfg() -> str:
-    rest = lambda check: "\n".join(  # noqa: E731
-        f"    server {n} {HOST}:{p['pg']} check port {p['rest']}" for n, p in NODES.items())
-    apps = "\n".join(f"    server app{i + 1} {HOST}:{port} check" for i, port in enumerate(APP_PORTS))
-    return f"""# Generated by cluster/ctl.py (README, "Deployment"): HAProxy in front of PostgreSQL and the app.
-global
-    maxconn 1000
-    stats socket {DIR}/haproxy.sock mode 600 level admin
-
-defaults
-    timeout connect 3s
-    timeout client 60s
-    timeout server 60s
-    timeout check 2s
-
-# PostgreSQL, the primary: the node whose Patroni answers 200 on /primary. A node that stops
-# being the primary is marked down within ~1 s and its open connections are cut, so the
-# application never keeps writing to a demoted node.
-listen postgres_primary
-    mode tcp
-    bind {HOST}:{PRIMARY_PORT}
-    option httpchk OPTIONS /primary
-    http-check expect status 200
-    default-server inter 1s fastinter 500ms downinter 1s fall 2 rise 1 on-marked-down shutdown-sessions
-{rest('/primary')}
-
-# PostgreSQL, the streaming replicas (Patroni's /replica: running, streaming, not tagged
-# noloadbalance), round robin, for GET and HEAD.
-listen postgres_replicas
-    mode tcp
-    bind {HOST}:{REPLICA_PORT}
-    balance roundrobin
-    option httpchk OPTIONS /replica
-    http-check expect status 200
-    default-server inter 1s fastinter 500ms downinter 1s fall 2 rise 1 on-marked-down shutdown-sessions
-{rest('/replica')}
-
-# The application. A process is in service while it answers /health at all: 200, or 503 when the
-# database is unreachable (every process shares the database, so removing them all would only
-# replace the service's JSON:API 503 + Retry-After by HAProxy's). A process that does not answer,
-# or answers "draining" (SIGTERM received), is taken out. One connection per request on the
-# server side, so a draining process that closes its listener costs a refused connection, which
-# HAProxy sends to the other process (redispatch): nothing had reached the stopped one.
-listen app
-    mode http
-    bind {HOST}:{APP_PORT}
-    balance roundrobin
-    option http-server-close
-    option forwardfor
-    option redispatch
-    retries 3
-    errorfile 503 {DIR}/haproxy-503.http
-    option httpchk
-    http-check send meth GET uri /health
-    http-check expect rstatus ^(200|503)$
-    http-check expect ! string draining
-    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 2
-{apps}
-
-listen stats
-    mode http
-    bind {HOST}:{STATS_PORT}
-    stats enable
-    stats uri /
-"""
-
-
-HAPROXY_503 = (
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/vnd.api+json\r\nRetry-After: 5\r\n"
-    "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
-    '{"jsonapi":{"version":"1.1"},"errors":[{"status":"503","title":"Service Unavailable",'
-    '"detail":"No application process is available. Try again later."}]}\n'
-)
+# the application
 
 
 def app_ini() -> pathlib.Path:

@@ -64,6 +64,10 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
+    # members per parent of a to-many include path without page[<path>][size]; 0: all of them
+    "default_include_size": 0,
+    # largest page[<path>][size] (and default_include_size)
+    "max_include_size": 100,
     # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
     "max_filter_depth": 3,
     "max_body_bytes": 1024 * 1024,
@@ -103,12 +107,15 @@ def parse_settings(settings) -> dict:
                 parsed[key] = int(raw)
             except (TypeError, ValueError):
                 raise ConfigurationError(f"jsonapi.{key} must be an integer, not {raw!r}") from None
-            if parsed[key] < 1:
-                raise ConfigurationError(f"jsonapi.{key} must be at least 1")
+            minimum = 0 if key == "default_include_size" else 1  # 0: no default include page
+            if parsed[key] < minimum:
+                raise ConfigurationError(f"jsonapi.{key} must be at least {minimum}")
         else:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
+    if parsed["default_include_size"] > parsed["max_include_size"]:
+        raise ConfigurationError("jsonapi.default_include_size must not exceed jsonapi.max_include_size")
     parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
@@ -183,6 +190,7 @@ def includeme(config):
     config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
     config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
+    config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)
     config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")

@@ -53,6 +53,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
 from . import replicas
+from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .negotiation import bound_body
 from .traversal import Root
 
@@ -74,7 +75,10 @@ _FLUSHED = "jsonapi.flushed"
 
 
 def get_engine(settings, prefix: str = "sqlalchemy."):
-    engine = engine_from_config(settings, prefix)
+    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
+    (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
+    engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+    bound_statement_time(engine, statement_timeout_ms(settings))
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
@@ -180,7 +184,7 @@ def _collided(exc) -> bool:
     if isinstance(exc, StaleDataError):
         return True
     sqlstate = _sqlstate(exc) if isinstance(exc, DBAPIError) else None
-    return bool(sqlstate) and sqlstate.startswith(_ROLLED_BACK) and sqlstate != _READ_ONLY
+    return sqlstate is not None and sqlstate.startswith(_ROLLED_BACK) and sqlstate != _READ_ONLY
 
 
 def _back_off(attempt: int) -> None:

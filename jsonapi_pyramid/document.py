@@ -21,6 +21,7 @@ from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
+from .include_pages import PagedMembers
 from .loading import Loaded, id_getter, load_includes, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
 from .transformer import Transformer
@@ -43,31 +44,37 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
         if linkage:
             for name, data in linkage.items():
                 member = shown.get(name)
-                if member is not None:
-                    member["data"] = data
+                if member is None:
+                    continue
+                if type(data) is PagedMembers:  # a paged include: its page, count and page links
+                    member["links"].update(data.links(member["links"]["related"]))
+                    member["meta"] = {"count": data.count}
+                    data = data.members
+                member["data"] = data
         obj["relationships"] = shown
     obj["links"] = {"self": url}
     return obj
 
 
 def resource_document(request, plan: QueryPlan, definition: ResourceDefinition, entity,
-                      linkage: tuple = ()) -> dict:
+                      linkage: tuple = (), pages: dict | None = None) -> dict:
     """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
     ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
-    are not included."""
+    are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
     loaded = Loaded(definition, [entity] if entity is not None else [])
     tree = plan.include
     if linkage:
         tree = dict(tree)
         for name in linkage:
             tree.setdefault(name, {})
-    load_includes(request, loaded, tree)
+    load_includes(request, loaded, tree, pages)
     return DocumentBuilder(request, plan).single(loaded)
 
 
-def page_document(request, plan: QueryPlan, loaded: Loaded) -> dict:
-    """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas)."""
-    load_includes(request, loaded, plan.include)
+def page_document(request, plan: QueryPlan, loaded: Loaded, pages: dict | None = None) -> dict:
+    """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas;
+    ``pages``: paged includes, ``plan.include_pages`` on reads)."""
+    load_includes(request, loaded, plan.include, pages)
     return DocumentBuilder(request, plan).collection(loaded)
 
 

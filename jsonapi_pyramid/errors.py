@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from pyramid.exceptions import URLDecodeError
 from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm.exc import StaleDataError
 
+from .deadlines import statement_timed_out
 from .renderer import json_response
 
 __all__ = [
@@ -243,11 +245,23 @@ def data_error_view(exc: DataError, request):
 
 
 def database_unavailable_view(exc: DBAPIError, request):
+    if statement_timed_out(exc):
+        log.warning("statement cancelled by jsonapi.statement_timeout_ms (request id %s): %s",
+                    getattr(request, "request_id", "-"), str(exc.orig).strip().splitlines()[0])
+        detail = "The request took longer than the service allows; try again later."
+        return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         log.warning("database unavailable: %s", exc.orig)
         detail = "The database is not reachable; try again shortly."
         return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     return internal_error_view(exc, request)
+
+
+def pool_timeout_view(exc: PoolTimeout, request):
+    """Every connection of the pool stayed busy for ``jsonapi.pool_timeout_seconds``: 503."""
+    log.warning("no database connection free within the pool timeout (request id %s)", getattr(request, "request_id", "-"))
+    detail = "The service is busy; try again shortly."
+    return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
 
 
 def internal_error_view(exc: Exception, request):
@@ -268,4 +282,5 @@ def includeme(config):
     config.add_exception_view(data_error_view, context=DataError)
     config.add_exception_view(stale_data_view, context=StaleDataError)
     config.add_exception_view(database_unavailable_view, context=DBAPIError)
+    config.add_exception_view(pool_timeout_view, context=PoolTimeout)
     config.add_exception_view(internal_error_view, context=Exception)

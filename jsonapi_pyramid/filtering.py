@@ -21,8 +21,7 @@ from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .query import FilterTerm
 
-__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filter_visibilities",
-           "filters_criterion", "related_count"]
+__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_count"]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -60,24 +59,6 @@ def filter_shape(nodes) -> tuple:
         else:
             shape.append((node.path, node.operator, node.value if node.operator == "isnull" else None))
     return tuple(shape)
-
-
-def filter_visibilities(request, definition, nodes) -> list:
-    """The visibility criterion of every resource type a compiled ``nodes`` looks at through
-    relationships, in a fixed order (with ``filter_shape``, what a kept statement depends on)."""
-    criteria = []
-    for node in nodes:
-        path = node.path if not isinstance(node, Group) else ()
-        current = definition
-        for name in path:
-            relationship = current.relationships.get(name)
-            if relationship is None:
-                break
-            current = relationship.target_definition
-            criteria.append(current.visibility(request))
-        if isinstance(node, (Group, Quantified)):
-            criteria.extend(filter_visibilities(request, current, node.members))
-    return criteria
 
 
 def filters_criterion(request, definition: ResourceDefinition, nodes):

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
+from .include_pages import PagedMembers, page_members, paged_statement
 from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
 from .query import QueryPlan
 
@@ -249,13 +250,14 @@ def load_related_one(request, parent_definition, relationship, parent_entity):
 
 # -- includes ------------------------------------------------------------------------------------
 
-def load_includes(request, loaded: Loaded, tree: dict) -> None:
-    """Walk the include tree: one statement per node, for all parents of that node at once."""
+def load_includes(request, loaded: Loaded, tree: dict, pages: dict | None = None) -> None:
+    """Walk the include tree: one statement per node, for all parents of that node at once.
+    ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
         return
     get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
     seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
-    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
+    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
 
 
 def id_getter(definition):
@@ -265,7 +267,8 @@ def id_getter(definition):
     return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
 
-def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set) -> None:
+def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set, pages: dict,
+                prefix: str) -> None:
     """One level of the include tree. The linkage of each parent is stored as the document shows
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
     if not parents or not tree:
@@ -279,12 +282,8 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
-        statement = statements.get(request, ("include", definition, name),
-                                   lambda: _include_statement(request, statements, definition, relationship))
-        if target.record_columns is not None:  # records: (*record columns, parent id)
-            pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
-        else:  # (parent id, instance)
-            pairs = request.dbsession.execute(statement, parameters).all()
+        page = pages.get(prefix + name)
+        pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = id_getter(target)
         by_parent: dict[Any, list] = {}
         identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
@@ -311,7 +310,27 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             members = by_parent.get(parent_id)
             slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
-        _load_level(request, loaded, target, children, subtree, seen)
+            if counts is not None:
+                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), page)
+        _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
+
+
+def _include_pairs(request, statements, definition, relationship, parameters, page) -> tuple[list, dict | None]:
+    """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
+    ``IncludePage``) each parent's count of visible members; one statement either way."""
+    target = relationship.target_definition
+    records = target.record_columns is not None
+    if page is None:
+        statement = statements.get(request, ("include", definition, relationship.name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
+        if records:  # (*record columns, parent id)
+            return [(row[-1], row) for row in read_records(request, statement, parameters)], None
+        return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
+    statement = statements.get(request, ("include paged", definition, relationship.name), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship), target, records))
+    parameters = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
+    return page_members(rows, records, page)
 
 
 def _include_statement(request, statements, definition, relationship):

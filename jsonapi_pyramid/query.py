@@ -17,6 +17,7 @@ from .acl import check_restricted_path
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
+from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
 from .schema import column_kind
 
@@ -37,6 +38,7 @@ _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
 # ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
 _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
 _FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
+_PAGE_KEYS = ("number", "size", "after", "before")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -82,6 +84,8 @@ class QueryPlan:
     #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
     filters: list = field(default_factory=list)
     page: Page | None = None
+    #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
+    include_pages: dict = field(default_factory=dict)
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -138,7 +142,10 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
-        if family in {"fields", "meta", "page"} and (not bracketed or op is not None or not key):
+        if family == "page" and op is not None and (key in _PAGE_KEYS or op not in ("size", "number")):
+            raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or page[<include path>][size|number].",
+                             parameter=name)
+        if family in {"fields", "meta", "page"} and (not bracketed or not key or (op is not None and family != "page")):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
     return parameters
@@ -155,7 +162,11 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     plan = QueryPlan()
     page_values = {}
     filter_items: list[tuple[str, str]] = []
-    for name, value, family, key, _op in query_parameters(request):
+    include_page_values: dict[str, dict] = {}
+    for name, value, family, key, op in query_parameters(request):
+        if family == "page" and op is not None:  # page[<include path>][size|number]: any read
+            include_page_values.setdefault(key, {})[op] = (name, value)
+            continue
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
         if family == "filter":
@@ -179,7 +190,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         elif family == "sort":
             plan.sort = _parse_sort(definition, value, name)
         elif family == "page":
-            if key not in {"number", "size", "after", "before"}:
+            if key not in _PAGE_KEYS:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
             page_values[key] = (name, value)
     if filter_items:
@@ -189,6 +200,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
     for key in plan.sort:
         check_restricted_path(request, definition, key.path, "sort")
+    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
     if collection:
         plan.page = _parse_page(page_values, settings, profile_requested(request))
         if plan.page.cursor:

@@ -48,8 +48,11 @@ class ParametersMixin:
             for path in paths:
                 current = definition
                 for part in path.split("."):
-                    current = current.relationships.get(part).target_definition
+                    relationship = current.relationships.get(part)
+                    current = relationship.target_definition
                 types[current.type] = current
+                if relationship.many:
+                    params.extend(self._include_page_parameters(definition, path))
         if include:
             for type_name, target in sorted(types.items()):
                 names = list(target.attributes) + list(target.relationships.names())
@@ -119,6 +122,22 @@ class ParametersMixin:
                                "`page[number]`. Ask for the first cursor page with the profile in `Accept`.",
                 "schema": {"type": "string", "minLength": 1}}))
         return params
+
+    def _include_page_parameters(self, definition, path: str) -> list:
+        """``page[<path>][size]`` and ``[number]`` of a to-many include path (README, "Paged includes")."""
+        maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
+        return [
+            self._param(f"page.{definition.type}.{path}.size", {
+                "name": f"page[{path}][size]", "in": "query", "required": False,
+                "description": f"At most this many `{path}` per parent in the compound document (default "
+                               f"{default or 'all'}, at most {maximum}); the relationship object then has `meta.count` "
+                               "and pagination links to its related endpoint. Needs `include` to name the path.",
+                "schema": {"type": "integer", "minimum": 1, "maximum": maximum}}),
+            self._param(f"page.{definition.type}.{path}.number", {
+                "name": f"page[{path}][number]", "in": "query", "required": False,
+                "description": f"Which page of `{path}` each parent carries, from 1 (with a size).",
+                "schema": {"type": "integer", "minimum": 1, "maximum": 999999999}}),
+        ]
 
     def _quantifier_parameters(self, definition, path: str) -> list:
         """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when

@@ -12,7 +12,8 @@ __all__ = ["linkage", "linkage_document", "list_resources", "related", "show"]
 def list_resources(context, request):
     """``GET /api/<type>``."""
     plan = parse_query(request, context.definition, collection=True)
-    return _varies(request, page_document(request, plan, load_page(request, context.definition, plan)))
+    loaded = load_page(request, context.definition, plan)
+    return _varies(request, page_document(request, plan, loaded, plan.include_pages))
 
 
 def _varies(request, document):
@@ -24,7 +25,7 @@ def _varies(request, document):
 def show(context, request):
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility)."""
     plan = parse_query(request, context.definition, collection=False)
-    return resource_document(request, plan, context.definition, context.entity)
+    return resource_document(request, plan, context.definition, context.entity, pages=plan.include_pages)
 
 
 def related(context, request):
@@ -34,9 +35,10 @@ def related(context, request):
     plan = parse_query(request, target, collection=relationship.many)
     if relationship.many:
         parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
-        return _varies(request, page_document(request, plan, load_page(request, target, plan, parent=parent)))
+        loaded = load_page(request, target, plan, parent=parent)
+        return _varies(request, page_document(request, plan, loaded, plan.include_pages))
     entity = load_related_one(request, context.definition, relationship, context.entity)
-    return resource_document(request, plan, target, entity)
+    return resource_document(request, plan, target, entity, pages=plan.include_pages)
 
 
 def linkage(context, request):
