@@ -113,6 +113,18 @@ class MethodNotAllowed(JsonApiError):
                          headers={"Allow": ", ".join(allowed)})
 
 
+def method_not_allowed_view(allowed):
+    """The one kind of 405 view: registered without a ``request_method`` predicate beside the
+    views of a context (or a named view), it answers every other method with 405 and ``Allow``.
+    ``allowed``: the methods, or ``(context, request) -> methods`` when they are known only at
+    request time (custom operations)."""
+
+    def method_not_allowed(context, request):
+        raise MethodNotAllowed(request.method, allowed(context, request) if callable(allowed) else allowed)
+
+    return method_not_allowed
+
+
 class NotAcceptable(JsonApiError):
     status, title = 406, "Not Acceptable"
 

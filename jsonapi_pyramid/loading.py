@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, func, inspect, select
+from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.engine import Row
-from sqlalchemy.orm import ONETOMANY
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
@@ -101,12 +100,12 @@ def _apply_sort(request, definition, plan, statement):
                 joined.add((current.type, name))
             current = target
             through = True
-        attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
-        column = getattr(current.model, attribute)
-        prop = inspect(current.model).attrs.get(attribute)
-        # only a plain NOT NULL column is known never to be NULL (not a column_property or a hybrid)
-        nullable = through or prop is None or any(getattr(c, "nullable", True) for c in getattr(prop, "columns", ()))
-        keys.append(OrderKey(column, key.descending, nullable))
+        if key.path[-1] == "id":
+            column, nullable = getattr(current.model, current.id_attribute), False
+        else:
+            field = current.fields[key.path[-1]]
+            column, nullable = field.expression, field.nullable
+        keys.append(OrderKey(column, key.descending, through or nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
         # ``created_at DESC, id DESC``, which one backward index scan delivers in order.
@@ -340,7 +339,7 @@ def _include_statement(request, statements, definition, relationship):
     selects the record's columns and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
-    (``_kept_parent_id``): the target's foreign key, or the association table's, so the statement
+    (``relationship.kept_parent_id``): the target's foreign key, or the association table's, so the statement
     does not join the owner's table (PostgreSQL does not carry an ``IN`` list across a join:
     through the owner, a many-to-many include scanned the whole association table). Otherwise,
     and for a relationship kept on the owner's side (a many-to-one) or joined on more than its
@@ -357,7 +356,7 @@ def _include_base(definition, relationship):
     """The statement of ``_include_statement`` without visibility."""
     target = relationship.target_definition
     target_id = getattr(target.model, target.id_attribute)
-    parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
+    parent_id, association = (None, None) if target.visible is not None else relationship.kept_parent_id
     if parent_id is None:
         owner = definition.owner
         parent_id = getattr(owner, definition.id_attribute)
@@ -374,24 +373,6 @@ def _include_base(definition, relationship):
         .order_by(parent_id, target_id)
     )
     return statement
-
-
-def _kept_parent_id(definition, relationship):
-    """(column holding the owner's id on the target side, (association table, its join to the
-    target) or None), when the relationship is joined on exactly ``owner.id = that column``:
-    a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
-    prop = relationship.prop
-    pairs = prop.synchronize_pairs
-    if len(pairs) != 1 or pairs[0][0] is not definition.id_column:
-        return None, None
-    owner_id, kept = pairs[0]
-    if not prop.primaryjoin.compare(owner_id == kept):
-        return None, None
-    if prop.secondary is not None:
-        return kept, (prop.secondary, prop.secondaryjoin)
-    if prop.direction is ONETOMANY:
-        return kept, None
-    return None, None
 
 
 # -- metas ---------------------------------------------------------------------------------------
