@@ -36,7 +36,7 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; README,
+# The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; DEVELOPMENT.md,
 # "Towards a distributed SQL engine"): serialization failures are retried, 3 attempts.
 test-serializable: $(STAMP)
 	JSONAPI_TEST_BACKENDS=postgresql JSONAPI_TEST_ISOLATION=serializable $(BIN)/pytest $(PYTEST_ARGS)
@@ -59,7 +59,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# A PostgreSQL 15 cluster on this machine (README, "Deployment"): etcd, three Patroni nodes,
+# A PostgreSQL 15 cluster on this machine (DEVELOPMENT.md, "Deployment"): etcd, three Patroni nodes,
 # HAProxy and two `pserve production.ini` processes, all on 127.0.0.1, data in $(CLUSTER_DIR)
 # (installs patroni, etcd-server, haproxy and postgresql-15 with apt-get when missing).
 CLUSTER_DIR ?= /tmp/jsonapi-cluster
@@ -90,9 +90,11 @@ docs: $(STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
 
-# The lint gate (configured in pyproject.toml); `make test` runs it too (tests/distribution/test_lint.py).
+# The lint and type gates (configured in pyproject.toml); `make test` runs them too
+# (tests/distribution/test_lint.py).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # Soak, by hand only (never part of `make test`): two `pserve production.ini` processes on a fresh
 # PostgreSQL database (127.0.0.1:5432, dropped afterwards), 8 client connections of mixed reads and

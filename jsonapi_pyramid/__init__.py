@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from typing import Any, cast
 
+from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
+from pyramid.request import Request
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
@@ -94,7 +97,7 @@ DEFAULTS = {
 RESOLVE_ORDER = ActionOrder.RESOLVE
 
 
-def parse_settings(settings) -> dict:
+def parse_settings(settings: Any) -> dict[Any, Any]:
     parsed = {}
     for key, default in DEFAULTS.items():
         raw = settings.get(f"jsonapi.{key}", default)
@@ -122,7 +125,7 @@ def parse_settings(settings) -> dict:
     return parsed
 
 
-def add_jsonapi_resource(config, model, **options):
+def add_jsonapi_resource(config: Configurator, model: Any, **options: Any) -> Any:
     """Register ``model`` as a JSON:API resource (a configurator directive).
 
     Options (all optional): ``type`` (default ``model.__jsonapi_type__``), ``acl`` (ACEs, or
@@ -141,14 +144,14 @@ def add_jsonapi_resource(config, model, **options):
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)
 
-    def register():
+    def register() -> None:
         registry.add(definition)
 
     config.action(("jsonapi-resource", definition.type), register)
     return definition
 
 
-def resolve(pyramid_registry) -> None:
+def resolve(pyramid_registry: Any) -> None:
     """When the configuration commits: resolve every registration (whatever their order), then
     refuse ACLs that nothing would enforce."""
     from pyramid.interfaces import ISecurityPolicy
@@ -165,7 +168,7 @@ def resolve(pyramid_registry) -> None:
         )
 
 
-def _request_id(request) -> str:
+def _request_id(request: Request) -> str:
     # Kept in the environ: every attempt of a retried request (pyramid_retry) has the same id.
     request_id = request.environ.get("jsonapi.request_id")
     if request_id is None:
@@ -175,10 +178,10 @@ def _request_id(request) -> str:
         else:
             request_id = uuid.uuid4().hex
         request.environ["jsonapi.request_id"] = request_id
-    return request_id
+    return cast("str", request_id)
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """Turn the library on: the root factory, the views, error rendering and negotiation."""
     registry = Registry(parse_settings(config.get_settings()))
     config.registry.jsonapi = registry

@@ -7,20 +7,24 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
+
 from .body import sent_data as _body_sent_data
 from .errors import Forbidden, Unauthorized
 
 __all__ = ["check_restricted_path", "context_acl", "linkage_ids", "sent_data", "sent_linkage"]
 
 
-def sent_data(request):
+def sent_data(request: Request) -> Any:
     """The ``data`` member of the request's write body, or None (no body, not JSON, no ``data``):
     ``body.sent_data``. Inside an ACL prefer ``context.payload`` (``sent_linkage`` does), which
     is also right for each operation of an atomic request."""
     return _body_sent_data(request)
 
 
-def sent_linkage(context, request, name: str) -> tuple[bool, object]:
+def sent_linkage(context: Any, request: Request, name: str) -> tuple[bool, object]:
     """``(sent, data)``: whether the write at ``context`` sends relationship ``name``, and its
     linkage ``data`` (an identifier, a list of them, or None). On a relationship endpoint the body
     is that relationship's linkage; on a resource it is ``data.relationships.<name>.data``.
@@ -37,14 +41,14 @@ def sent_linkage(context, request, name: str) -> tuple[bool, object]:
     return False, None
 
 
-def linkage_ids(data) -> list:
+def linkage_ids(data: Any) -> list[Any]:
     """The ``id`` members of the identifiers in a linkage value (one identifier, a list of them,
     or None), as sent; what is not an object is left for validation to report."""
     items = data if isinstance(data, list) else [data]
     return [item.get("id") for item in items if isinstance(item, dict)]
 
 
-def check_restricted_path(request, definition, path: tuple, parameter: str) -> None:
+def check_restricted_path(request: Request, definition: Any, path: tuple[Any, ...], parameter: str) -> None:
     """Refuse a filter or sort ``path`` (a tuple of names from ``definition``) that ends in an
     attribute the resource at its end declares ``restricted`` for this caller: 401 for an
     anonymous caller, 403 for others. Filtering on a hidden attribute would let a caller probe
@@ -64,7 +68,7 @@ def check_restricted_path(request, definition, path: tuple, parameter: str) -> N
     raise Forbidden(detail, parameter=parameter)
 
 
-def context_acl(definition, context, request) -> list:
+def context_acl(definition: Any, context: Any, request: Request) -> list[Any]:
     """The ACEs a resource declares for ``context`` (empty when it declares none: the parent's apply)."""
     acl = definition.acl
     if acl is None:

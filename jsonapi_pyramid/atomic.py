@@ -29,8 +29,11 @@ see ordinary identifiers. An unknown ``lid``, or one introduced twice, is a 400.
 """
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pyramid.config import Configurator
+from pyramid.request import Request
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .body import document as body_document
@@ -51,7 +54,7 @@ REF_MEMBERS = frozenset({"type", "id", "lid", "relationship"})
 ROOT = "/atomic:operations"
 
 
-def operations_view(context, request):
+def operations_view(context: Any, request: Request) -> Any:
     """``POST /api/operations``: every operation or none; 200 with ``atomic:results`` or 204."""
     request.add_response_callback(_name_the_extension)
     _refuse_query_parameters(request)
@@ -71,13 +74,13 @@ def operations_view(context, request):
     return json_response(document)
 
 
-def _name_the_extension(request, response) -> None:
+def _name_the_extension(request: Request, response: Any) -> None:
     """Every document this endpoint answers, errors included, is under the ext's media type."""
     if response.content_type == "application/vnd.api+json":
         response.headers["Content-Type"] = ATOMIC_MEDIA_TYPE
 
 
-def _refuse_query_parameters(request) -> None:
+def _refuse_query_parameters(request: Request) -> None:
     for name in request.GET:
         family = name.split("[", 1)[0]
         if family.isascii() and family.isalpha() and family.islower():
@@ -86,7 +89,7 @@ def _refuse_query_parameters(request) -> None:
 
 # -- the document --------------------------------------------------------------------------------
 
-def read_operations(request) -> list:
+def read_operations(request: Request) -> list[Any]:
     """The operations of the request's document, shape-checked before any runs: 400 for a
     malformed document, 413 for more than ``jsonapi.max_atomic_operations``."""
     document = body_document(request)
@@ -105,7 +108,7 @@ def read_operations(request) -> list:
     return operations
 
 
-def _check_operation(operation, pointer: str) -> None:
+def _check_operation(operation: Any, pointer: str) -> None:
     if not isinstance(operation, dict):
         raise BadRequest("An operation must be an object.", pointer=pointer)
     for name in operation:
@@ -123,7 +126,7 @@ def _check_operation(operation, pointer: str) -> None:
         _check_ref(operation["ref"], f"{pointer}/ref")
 
 
-def _check_ref(ref, pointer: str) -> None:
+def _check_ref(ref: Any, pointer: str) -> None:
     if not isinstance(ref, dict):
         raise BadRequest("ref must be an object.", pointer=pointer)
     for name in ref:
@@ -156,19 +159,19 @@ class LocalIds:
     """The ids of the resources added so far under a ``lid``: ``get(type, lid)``; ``lids`` all the
     lids introduced (a lid names one resource, whatever its type)."""
 
-    def __init__(self):
-        self.ids: dict[tuple, str] = {}
+    def __init__(self) -> None:
+        self.ids: dict[tuple[Any, ...], str] = {}
         self.lids: set[str] = set()
 
     def add(self, type_name: str, lid: str, resource_id: str) -> None:
         self.ids[(type_name, lid)] = resource_id
         self.lids.add(lid)
 
-    def get(self, type_name, lid) -> str | None:
+    def get(self, type_name: Any, lid: Any) -> str | None:
         return self.ids.get((type_name, lid))
 
 
-def run_operation(request, operation: dict, local_ids: LocalIds, builder) -> dict:
+def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalIds, builder: Any) -> dict[Any, Any]:
     """Run one operation as its single request would run; its result object."""
     op = operation["op"]
     data, lid = _take_new_lid(op, operation.get("data"), local_ids)
@@ -193,7 +196,7 @@ def run_operation(request, operation: dict, local_ids: LocalIds, builder) -> dic
     return {"data": builder.resource(definition, entity)}
 
 
-def _take_new_lid(op: str, data, local_ids: LocalIds):
+def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:
     """``(data without its lid, lid)`` for an ``add`` of a resource that introduces a ``lid``;
     ``(data, None)`` otherwise."""
     if op != "add" or not isinstance(data, dict) or "lid" not in data:
@@ -209,7 +212,7 @@ def _take_new_lid(op: str, data, local_ids: LocalIds):
     return data, lid
 
 
-def replace_local_ids(data, local_ids: LocalIds, pointer: str = "/data"):
+def replace_local_ids(data: Any, local_ids: LocalIds, pointer: str = "/data") -> Any:
     """A copy of ``data`` in which every ``{type, lid}`` of a resource added earlier is
     ``{type, id}``: ``data`` itself (an update's target, a to-one's linkage), the items of an array
     (a to-many's linkage) and ``data.relationships.*.data``."""
@@ -227,18 +230,18 @@ def replace_local_ids(data, local_ids: LocalIds, pointer: str = "/data"):
     return data
 
 
-def _token(name) -> str:
+def _token(name: Any) -> str:
     """A member name as a JSON pointer token (RFC 6901)."""
     return str(name).replace("~", "~0").replace("/", "~1")
 
 
-def _member_without_lids(member, local_ids: LocalIds, pointer: str):
+def _member_without_lids(member: Any, local_ids: LocalIds, pointer: str) -> Any:
     if not isinstance(member, dict) or "data" not in member:
         return member
     return {**member, "data": replace_local_ids(member["data"], local_ids, f"{pointer}/data")}
 
 
-def _resolved_identifier(identifier: dict, local_ids: LocalIds, pointer: str) -> dict:
+def _resolved_identifier(identifier: dict[Any, Any], local_ids: LocalIds, pointer: str) -> dict[Any, Any]:
     if "id" in identifier:
         raise BadRequest("A resource identifier has id or lid, not both.", pointer=f"{pointer}/lid")
     lid = identifier["lid"]
@@ -251,7 +254,7 @@ def _resolved_identifier(identifier: dict, local_ids: LocalIds, pointer: str) ->
     return resolved
 
 
-def find_target(request, operation: dict, data, local_ids: LocalIds):
+def find_target(request: Request, operation: dict[Any, Any], data: Any, local_ids: LocalIds) -> Any:
     """The traversal node the operation targets (404 for an unknown or hidden one)."""
     root_name = get_registry(request).settings["root_name"]
     if "href" in operation:
@@ -277,7 +280,7 @@ def find_target(request, operation: dict, data, local_ids: LocalIds):
     return _walk(request, [root_name, data["type"], data["id"]], "/data")
 
 
-def _href_segments(request, href: str) -> list[str]:
+def _href_segments(request: Request, href: str) -> list[str]:
     parts = urlsplit(href)
     if parts.query or parts.fragment:
         raise BadRequest("href names a resource, a collection or a relationship: no query or fragment.",
@@ -289,7 +292,7 @@ def _href_segments(request, href: str) -> list[str]:
     return [unquote(segment) for segment in path.split("/") if segment]
 
 
-def _walk(request, segments: list, pointer: str):
+def _walk(request: Request, segments: list[Any], pointer: str) -> Any:
     node = request.root
     try:
         for segment in segments:
@@ -299,7 +302,7 @@ def _walk(request, segments: list, pointer: str):
     return node
 
 
-def _view_of(context, method: str):
+def _view_of(context: Any, method: str) -> Any:
     for context_type, row_method, view, permission in VIEWS:
         if type(context) is context_type and row_method == method and view in OPERATIONS:
             definition = context.definition
@@ -312,20 +315,20 @@ def _view_of(context, method: str):
     raise BadRequest(f"'{op}' cannot target this {_kind(context)}.")
 
 
-def _kind(context) -> str:
+def _kind(context: Any) -> str:
     if getattr(context, "relationship", None) is not None:
         return f"relationship ({context.relationship.name})"
     return "resource" if getattr(context, "entity", None) is not None else "node"
 
 
-def _lineage(context):
+def _lineage(context: Any) -> Any:
     node = context
     while node is not None and hasattr(node, "definition"):
         yield node
         node = node.__parent__
 
 
-def _authorize(request, context, permission) -> None:
+def _authorize(request: Request, context: Any, permission: Any) -> None:
     """The view's permission on the operation's node, answered as the single request would be."""
     if permission == NO_PERMISSION_REQUIRED or request.has_permission(str(permission), context):
         return
@@ -334,7 +337,7 @@ def _authorize(request, context, permission) -> None:
     raise Forbidden("You may not perform this operation.")
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """``POST /api/operations``: a view named ``operations`` on the API root (a resource type of
     that name would take the path first)."""
     from .traversal import ApiRoot
@@ -345,5 +348,5 @@ def includeme(config):
     config.add_view(_post_only, context=ApiRoot, name=OPERATIONS_NAME, permission=NO_PERMISSION_REQUIRED)
 
 
-def _post_only(context, request):
+def _post_only(context: Any, request: Request) -> None:
     raise MethodNotAllowed(request.method, ["POST"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from pyramid.request import Request
 
 from .errors import BadRequest
 
@@ -45,17 +46,17 @@ def parse(raw: bytes) -> Body:
         return Body(error=f"The request body is not valid JSON: {exc}.")
 
 
-def request_body(request) -> Body:
+def request_body(request: Request) -> Body:
     """``request.jsonapi_body``: the request's body, parsed once (``add_request_method`` reifies it)."""
     return parse(request.body)
 
 
-def _body(request) -> Body:
-    cached = getattr(request, "jsonapi_body", _MISSING)
+def _body(request: Request) -> Body:
+    cached: Any = getattr(request, "jsonapi_body", _MISSING)
     return request_body(request) if cached is _MISSING else cached
 
 
-def json_body(request):
+def json_body(request: Request) -> Any:
     """``request.json_body``: the JSON value of the body; ``ValueError`` when it is not JSON."""
     body = _body(request)
     if body.error is not None:
@@ -63,7 +64,7 @@ def json_body(request):
     return body.document
 
 
-def document(request) -> dict:
+def document(request: Request) -> dict[Any, Any]:
     """The body as a JSON object (a JSON:API document); 400 when it is missing, not JSON or not
     an object."""
     body = _body(request)
@@ -76,7 +77,7 @@ def document(request) -> dict:
     return body.document
 
 
-def request_data(request, *, many: bool | None = None):
+def request_data(request: Request, *, many: bool | None = None) -> Any:
     """The top-level ``data`` of the request's document: 400 when the body is not a JSON:API
     document with ``data``, or when ``data`` is not an array (``many=True``) or an object
     (``many=False``)."""
@@ -91,7 +92,7 @@ def request_data(request, *, many: bool | None = None):
     return data
 
 
-def sent_data(request):
+def sent_data(request: Request) -> Any:
     """The ``data`` member of a write's body, or None (a read, no body, not JSON, no ``data``).
     Never raises: for rules that run before validation, which reports a bad body."""
     if request.method in ("GET", "HEAD"):

@@ -4,8 +4,9 @@
 (``writes``) calls it after the checks and before the flush."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pyramid.request import Request
 from sqlalchemy import inspect
 from sqlalchemy.orm import RelationshipDirection
 
@@ -17,15 +18,16 @@ if TYPE_CHECKING:
 __all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members", "set_relationship"]
 
 
-def assign_attributes(entity, attributes: dict, request) -> None:
+def assign_attributes(entity: Any, attributes: dict[Any, Any], request: Request) -> None:
     """The default way validated attributes reach the entity: ``setattr`` of the entity attribute
     behind each JSON name (the transformer's ``attribute_map``, else snake_case)."""
     definition = get_registry(request).definition_for_model(type(entity))
+    assert definition is not None, f"{type(entity).__name__} is not a registered resource"
     for name, value in attributes.items():
         setattr(entity, definition.entity_attribute(name), value)
 
 
-def apply_changes(request, definition, entity, changes: Changes) -> None:
+def apply_changes(request: Request, definition: Any, entity: Any, changes: Changes) -> None:
     """Write validated ``changes`` onto ``entity``: attributes through the definition's ``apply``
     hook (default ``assign_attributes``), relationships through the mapped attributes."""
     apply = getattr(definition, "apply", None) or assign_attributes
@@ -35,7 +37,7 @@ def apply_changes(request, definition, entity, changes: Changes) -> None:
         set_relationship(entity, relationship, value)
 
 
-def set_relationship(entity, relationship, value) -> None:
+def set_relationship(entity: Any, relationship: Any, value: Any) -> None:
     """Replace a relationship's value (an entity or None for a to-one, a list for a to-many).
 
     A self-referential many-to-one between rows that exist is written as its foreign key: through
@@ -53,7 +55,7 @@ def set_relationship(entity, relationship, value) -> None:
     setattr(entity, prop.key, value)
 
 
-def add_members(entity, relationship, members: list) -> None:
+def add_members(entity: Any, relationship: Any, members: list[Any]) -> None:
     """Link ``members`` to a to-many relationship; members already linked are left as they are."""
     collection = getattr(entity, relationship.prop.key)
     present = set(map(id, collection))
@@ -62,7 +64,7 @@ def add_members(entity, relationship, members: list) -> None:
             collection.append(member)
 
 
-def remove_members(entity, relationship, members: list) -> None:
+def remove_members(entity: Any, relationship: Any, members: list[Any]) -> None:
     """Unlink ``members`` from a to-many relationship (the resources themselves stay)."""
     collection = getattr(entity, relationship.prop.key)
     present = set(map(id, collection))

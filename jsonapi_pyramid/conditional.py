@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
+from pyramid.request import Request
 from pyramid.response import Response
 
 __all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "weak_match"]
@@ -38,7 +40,7 @@ def etag_of(body: bytes) -> str:
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
-def parse_entity_tags(header: str):
+def parse_entity_tags(header: str) -> Any:
     """``If-Match``/``If-None-Match`` -> ``ANY``, or a list of ``(weak, opaque tag)``, the
     opaque tag with its quotes. A malformed member ends the list (it can never match)."""
     header = header.strip()
@@ -55,17 +57,17 @@ def parse_entity_tags(header: str):
     return tags
 
 
-def weak_match(tags, etag: str) -> bool:
+def weak_match(tags: Any, etag: str) -> bool:
     """Whether ``tags`` (``parse_entity_tags``) names ``etag``, by weak comparison."""
     return tags == ANY or any(tag == etag for _weak, tag in tags)
 
 
-def strong_match(tags, etag: str) -> bool:
+def strong_match(tags: Any, etag: str) -> bool:
     """Whether ``tags`` names ``etag`` by strong comparison (a weak tag never matches)."""
     return tags == ANY or any(tag == etag and not weak for weak, tag in tags)
 
 
-def resource_etag(request, definition, entity) -> str:
+def resource_etag(request: Request, definition: Any, entity: Any) -> str:
     """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now."""
     from .document import DocumentBuilder
     from .loading import Loaded
@@ -78,20 +80,20 @@ def resource_etag(request, definition, entity) -> str:
     return etag_of(dumps(document))
 
 
-def _small_file(response) -> bool:
+def _small_file(response: Any) -> bool:
     length = response.content_length
     return length is not None and length <= _MAX_FILE_BYTES
 
 
-def _not_modified(response) -> Response:
+def _not_modified(response: Any) -> Response:
     headers = [(name, value) for name, value in response.headerlist if name.lower() in _KEPT_BY_304]
     return Response(status=304, headerlist=headers)
 
 
-def etag_tween_factory(handler, registry):
+def etag_tween_factory(handler: Any, registry: Any) -> Any:
     """The tween (under CORS, over the exception views): ``ETag`` on reads, 304 when it matches."""
 
-    def etag_tween(request):
+    def etag_tween(request: Request) -> Any:
         response = handler(request)
         if request.method not in ("GET", "HEAD") or response.status_int != 200:
             return response

@@ -19,9 +19,10 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from pyramid.exceptions import ConfigurationError
+from pyramid.request import Request
 from sqlalchemy import inspect
 from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import Integer, NullType, String, Uuid
@@ -65,11 +66,11 @@ def _parse_uuid_text(value: str) -> str:
     return str(uuid.UUID(value)) if len(value) == 36 else _reject(value)
 
 
-def _reject(value: str):
+def _reject(value: str) -> NoReturn:
     raise ValueError(value)
 
 
-def _id_rule(model: type, column, declared: str | None) -> tuple[str, Callable[[str], Any]]:
+def _id_rule(model: type[Any], column: Any, declared: str | None) -> tuple[str, Callable[[str], Any]]:
     """(id format, parser of URL and payload ids into the key's Python value) of a primary key.
 
     A text key holds UUIDs only when the column is ``Uuid`` or the registration says so
@@ -98,11 +99,11 @@ class ResourceDefinition:
 
     def __init__(
         self,
-        model: type,
+        model: type[Any],
         *,
         type: str | None = None,
-        acl: Callable | Iterable | None = None,
-        visible: Callable | None = None,
+        acl: Callable[..., Any] | Iterable[Any] | None = None,
+        visible: Callable[..., Any] | None = None,
         filterable: Iterable[str] | None = None,
         sortable: Iterable[str] | None = None,
         create: Any = None,
@@ -111,15 +112,16 @@ class ResourceDefinition:
         id_format: str | None = None,
         description: str | None = None,
         writable: Iterable[str] | None = None,
-        restricted: dict[str, Callable] | None = None,
-        apply: Callable | None = None,
-        relationship_defaults: dict[str, Callable] | None = None,
+        restricted: dict[str, Callable[..., Any]] | None = None,
+        apply: Callable[..., Any] | None = None,
+        relationship_defaults: dict[str, Callable[..., Any]] | None = None,
         require_if_match: bool = False,
-    ):
+    ) -> None:
         self.model = model
-        self.type = type or getattr(model, "__jsonapi_type__", None)
-        if not self.type:
+        resource_type = type or getattr(model, "__jsonapi_type__", None)
+        if not resource_type:
             raise ConfigurationError(f"{model.__name__}: set __jsonapi_type__ or pass type=")
+        self.type: str = resource_type
         self.acl = acl
         self.visible = visible
         self._filterable = None if filterable is None else tuple(filterable)
@@ -151,7 +153,7 @@ class ResourceDefinition:
         self.id_generated = True
         self.attributes: tuple[str, ...] = ()
         #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
-        self.record_columns: tuple | None = None
+        self.record_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}
         #: readers of attribute values from records and instances (``schema.Readers``)
@@ -240,7 +242,7 @@ class ResourceDefinition:
                 )
         return sample
 
-    def _record_columns(self, mapper, transformer: Transformer) -> tuple | None:
+    def _record_columns(self, mapper: Any, transformer: Transformer) -> tuple[Any, ...] | None:
         """The columns of a record of this type (``transformer`` module): the id, the column
         attribute of every attribute, then the transformer's ``reads``, each labelled with its
         attribute name. None when records cannot stand in for instances (see ``Transformer``)."""
@@ -314,13 +316,13 @@ class ResourceDefinition:
             )
 
     # -- per request ------------------------------------------------------------------------
-    def new_transformer(self, request) -> Transformer:
-        transformer = self.transformer_factory()
+    def new_transformer(self, request: Request) -> Transformer:
+        transformer: Transformer = self.transformer_factory()
         transformer.request = request
         transformer.definition = self
         return transformer
 
-    def definition_of(self, entity) -> ResourceDefinition:
+    def definition_of(self, entity: Any) -> ResourceDefinition:
         """The definition an instance is shown as: its own class's (a registered subclass of a
         polymorphic base is its own type), else this one."""
         if not self.subtypes:
@@ -358,15 +360,15 @@ class ResourceDefinition:
         self._family = {d.model: d for d in (self, *self.subtypes)}
         self.record_columns = None
 
-    def identity(self, entity) -> str:
+    def identity(self, entity: Any) -> str:
         """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
         return self.format_id(getattr(entity, self.id_attribute))
 
-    def format_id(self, value) -> str:
+    def format_id(self, value: Any) -> str:
         """The canonical spelling of the database id ``value``: the string the server gives out."""
         return str(value)
 
-    def parse_id(self, raw: str):
+    def parse_id(self, raw: str) -> Any:
         """The database value of the resource id ``raw``; ``ValueError`` unless ``raw`` is spelled
         exactly as the server gives ids out (CONTRACT section 6: ``"6"``, never ``"06"``, ``"+6"``,
         ``" 6"``, ``"6.0"`` or full-width digits; a UUID in lower case with dashes, never upper
@@ -385,7 +387,7 @@ class ResourceDefinition:
         field = self.fields.get(name)
         return field.key if field is not None else self.transformer_class.entity_attribute(name)
 
-    def visibility(self, request):
+    def visibility(self, request: Request) -> Any:
         """The SQL criterion limiting rows to those the caller may see, or None for all (asked
         once per request: ``schema.visibility_of``)."""
         return visibility_of(request, self) if self.visible is not None else None
@@ -399,12 +401,12 @@ class Registry:
     holding the facts about its mapping, ``schema``), the settings, and every cache the library
     keeps (``statements``). One per application, on Pyramid's registry (``get_registry``)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings: Any) -> None:
         self.settings = settings
         #: statements reused across requests (``schema.StatementCache``)
         self.statements = StatementCache()
         self.types: dict[str, ResourceDefinition] = {}
-        self.models: dict[type, ResourceDefinition] = {}
+        self.models: dict[type[Any], ResourceDefinition] = {}
         self.resolved = False
 
     def add(self, definition: ResourceDefinition) -> None:
@@ -416,7 +418,7 @@ class Registry:
     def get(self, type_name: str) -> ResourceDefinition | None:
         return self.types.get(type_name)
 
-    def definition_for_model(self, model: type) -> ResourceDefinition | None:
+    def definition_for_model(self, model: type[Any]) -> ResourceDefinition | None:
         for klass in model.__mro__:
             if klass in self.models:
                 return self.models[klass]
@@ -434,7 +436,8 @@ class Registry:
         self.resolved = True
 
 
-def get_registry(request_or_registry) -> Registry:
+def get_registry(request_or_registry: Any) -> Registry:
     """The jsonapi ``Registry`` of an application (from a request or a Pyramid registry)."""
     registry = getattr(request_or_registry, "registry", request_or_registry)
-    return registry.jsonapi
+    jsonapi: Registry = registry.jsonapi
+    return jsonapi

@@ -20,8 +20,10 @@ sends itself, never with cookies.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pyramid.exceptions import ConfigurationError
+from pyramid.request import Request
 from pyramid_retry import is_error_retryable
 
 __all__ = ["ALLOW_HEADERS", "ANY_ORIGIN", "EXPOSE_HEADERS", "cors_tween_factory", "named_view_methods", "parse_origins",
@@ -36,7 +38,7 @@ ANY_ORIGIN = "*"
 _HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
 
 
-def parse_origins(value: str):
+def parse_origins(value: str) -> Any:
     """``jsonapi.cors_origins`` -> ``ANY_ORIGIN``, or a frozenset of origins (empty: CORS off).
 
     An origin is ``scheme://host[:port]`` as browsers send it in ``Origin``: no path, no trailing
@@ -56,7 +58,7 @@ def parse_origins(value: str):
     return frozenset(origins)
 
 
-def preflight_methods(request, named: dict) -> list[str]:
+def preflight_methods(request: Request, named: dict[Any, Any]) -> list[str]:
     """The methods ``Allow`` lists for the request's URL (what its context answers), found from
     the path and the registry: no traversal, no database. An URL no view answers: [].
     ``named``: the methods of the named views on the root and the api node (``named_view_methods``)."""
@@ -92,12 +94,12 @@ def preflight_methods(request, named: dict) -> list[str]:
     return []
 
 
-def named_view_methods(registry) -> dict:
+def named_view_methods(registry: Any) -> dict[Any, Any]:
     """(context class, view name) -> methods of the named views on the root and the api node
     (``/health``, ``/api/openapi.json``, ...), from Pyramid's introspector."""
     from .traversal import ApiRoot, Root
 
-    methods: dict = {}
+    methods: dict[Any, Any] = {}
     for entry in registry.introspector.get_category("views") or ():
         view = entry["introspectable"]
         if view["context"] in (Root, ApiRoot) and view["name"] and view["request_methods"]:
@@ -107,7 +109,7 @@ def named_view_methods(registry) -> dict:
     return {key: sorted(value) for key, value in methods.items()}
 
 
-def _preflight(request, origin: str, max_age: str, named: dict):
+def _preflight(request: Request, origin: str, max_age: str, named: dict[Any, Any]) -> Any:
     from pyramid.response import Response
 
     response = Response(status=204, headerlist=[])
@@ -122,13 +124,13 @@ def _preflight(request, origin: str, max_age: str, named: dict):
     return response
 
 
-def _add_vary(response) -> None:
+def _add_vary(response: Any) -> None:
     vary = response.vary or ()
     if "Origin" not in vary:
         response.vary = (*vary, "Origin")
 
 
-def cors_tween_factory(handler, registry):
+def cors_tween_factory(handler: Any, registry: Any) -> Any:
     """The tween (first of the library's, under the access log): preflights, CORS headers."""
     settings = registry.jsonapi.settings
     origins = parse_origins(settings["cors_origins"])
@@ -137,7 +139,7 @@ def cors_tween_factory(handler, registry):
     max_age = str(settings["cors_max_age"])
     named = named_view_methods(registry)
 
-    def cors_tween(request):
+    def cors_tween(request: Request) -> Any:
         origin = request.headers.get("Origin")
         allowed = origin is not None and (origins is ANY_ORIGIN or origin in origins)
         if allowed and request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:

@@ -39,10 +39,13 @@ import contextlib
 import logging
 import random
 import time
+from typing import Any
 
 import orjson
 import pyramid_tm
 import zope.sqlalchemy
+from pyramid.config import Configurator
+from pyramid.request import Request
 from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
 from pyramid_retry import IRetryableError, is_error_retryable
@@ -74,7 +77,7 @@ _COMMIT_STARTED = "jsonapi.commit_started"
 _FLUSHED = "jsonapi.flushed"
 
 
-def get_engine(settings, prefix: str = "sqlalchemy."):
+def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
     """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
     (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
     engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
@@ -82,7 +85,7 @@ def get_engine(settings, prefix: str = "sqlalchemy."):
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
@@ -92,7 +95,7 @@ def get_engine(settings, prefix: str = "sqlalchemy."):
     return engine
 
 
-def _standby_is_a_lost_connection(context) -> None:
+def _standby_is_a_lost_connection(context: Any) -> None:
     # After a failover, pooled connections to the demoted primary answer every write with 25006:
     # treating it as a disconnect makes SQLAlchemy discard them all, so the retry reconnects to
     # the new primary.
@@ -100,7 +103,7 @@ def _standby_is_a_lost_connection(context) -> None:
         context.is_disconnect = True
 
 
-def get_session_factory(engine):
+def get_session_factory(engine: Any) -> Any:
     factory = sessionmaker(bind=engine)
     event.listen(factory, "before_commit", _note_commit_started)
     event.listen(factory, "after_flush", _note_flush)
@@ -108,7 +111,7 @@ def get_session_factory(engine):
     return factory
 
 
-def _note_commit_started(session) -> None:
+def _note_commit_started(session: Any) -> None:
     # From here on a lost connection leaves the outcome unknown: such an error is not retried.
     request = session.info.get("request")
     if request is not None:
@@ -146,29 +149,29 @@ def is_transient_error(exc: BaseException, commit_started: bool = False) -> bool
     return False
 
 
-def transient_error_tween_factory(handler, registry):
+def transient_error_tween_factory(handler: Any, registry: Any) -> Any:
     """Over pyramid_tm: marks a transient database error retryable for pyramid_retry.
 
     It sees errors raised by views and by the commit alike (both end in ``request.exception``
     once an exception view rendered them), after pyramid_tm aborted the transaction.
     """
 
-    def transient_error_tween(request):
+    def transient_error_tween(request: Request) -> Any:
         request.environ.pop(_COMMIT_STARTED, None)
         try:
             response = handler(request)
         except Exception as exc:
             _mark(request, exc)
             raise
-        exc = getattr(request, "exception", None)
-        if exc is not None:
-            _mark(request, exc)
+        rendered = getattr(request, "exception", None)
+        if rendered is not None:
+            _mark(request, rendered)
         return response
 
     return transient_error_tween
 
 
-def _mark(request, exc) -> None:
+def _mark(request: Request, exc: Any) -> None:
     if is_transient_error(exc, bool(request.environ.get(_COMMIT_STARTED))):
         alsoProvides(exc, IRetryableError)
         if is_error_retryable(request, exc):
@@ -179,7 +182,7 @@ def _mark(request, exc) -> None:
                 _back_off(request.environ.get("retry.attempt", 0))
 
 
-def _collided(exc) -> bool:
+def _collided(exc: Any) -> bool:
     """A concurrent transaction caused it (40xxx, 23505, 23503, a stale flush), not an outage."""
     if isinstance(exc, StaleDataError):
         return True
@@ -193,9 +196,10 @@ def _back_off(attempt: int) -> None:
     time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))
 
 
-def health_view(request):
+def health_view(request: Request) -> Any:
     """``GET /health``: whether the database answers and takes writes (200 or 503), as plain JSON."""
     writable = _writable(request.registry["db.engine"])
+    body: dict[str, Any]
     if writable is None:
         body, status, headers = {"status": "unavailable", "database": "unavailable"}, 503, {"Retry-After": "5"}
     else:
@@ -209,7 +213,7 @@ def health_view(request):
     return response
 
 
-def _writable(engine) -> bool | None:
+def _writable(engine: Any) -> bool | None:
     """Whether ``engine``'s database takes writes; None when it does not answer. One statement."""
     query = "SELECT NOT pg_is_in_recovery()" if engine.dialect.name == "postgresql" else "SELECT 1"
     try:
@@ -223,14 +227,14 @@ def _writable(engine) -> bool | None:
 SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 
 
-def writes_only(request) -> bool:
+def writes_only(request: Request) -> bool:
     """pyramid_tm's activate hook: a transaction for the methods that may write. A read runs its
     statements in one database transaction all the same (the session's), rolled back at its end
     (``read_session``), without the two-phase commit machinery a read has no use for."""
     return request.method not in SAFE_METHODS
 
 
-def read_session(session_factory, request):
+def read_session(session_factory: Any, request: Request) -> Any:
     """The session of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): closed, which
     rolls its database transaction back, when the request is finished. Changes a read flushed are
     rolled back too, with a warning: writes belong to POST, PATCH and DELETE."""
@@ -238,7 +242,7 @@ def read_session(session_factory, request):
     bind = {} if connection is None else {"bind": connection}
     session = session_factory(info={"request": request}, **bind)
 
-    def close(request):
+    def close(request: Request) -> None:
         if session.info.get(_FLUSHED):
             log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
                         request.method, request.path_info)
@@ -256,18 +260,18 @@ def read_session(session_factory, request):
     return session
 
 
-def _replica_connection(request):
+def _replica_connection(request: Request) -> Any:
     read_engine = request.registry.get("db.read_engine")
     if read_engine is None:
         return None
     return replicas.read_connection(request, read_engine, request.registry["db.read_wait"])
 
 
-def _note_flush(session, _flush_context) -> None:
+def _note_flush(session: Any, _flush_context: Any) -> None:
     session.info[_FLUSHED] = True
 
 
-def bound_unsized_body(request):
+def bound_unsized_body(request: Request) -> Any:
     """pyramid_retry's activate hook: bound a body without ``Content-Length`` before it is copied.
 
     pyramid_retry copies the body (to replay it) before any tween runs; a chunked body without
@@ -280,14 +284,14 @@ def bound_unsized_body(request):
     return None
 
 
-def get_tm_session(session_factory, transaction_manager, request=None):
+def get_tm_session(session_factory: Any, transaction_manager: Any, request: Request = None) -> Any:
     """A session joined to ``transaction_manager`` (zope.sqlalchemy's ``register``)."""
     session = session_factory(info={"request": request})
     zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
     return session
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     settings = config.get_settings()
     settings["tm.manager_hook"] = "pyramid_tm.explicit_manager"
     # pyramid_tm would look the caller up (a database query) above the exception views, where a
@@ -308,7 +312,7 @@ def includeme(config):
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory
 
-    def dbsession(request):
+    def dbsession(request: Request) -> Any:
         # Tests and tools may hand in their own session through the environ.
         session = request.environ.get("app.dbsession")
         if session is None:

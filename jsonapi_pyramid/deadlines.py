@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import event
@@ -37,7 +38,7 @@ _SQLITE_STEPS = 1000
 _DEADLINE = "jsonapi.deadline"
 
 
-def _number(settings, name: str, default, kind):
+def _number(settings: Any, name: str, default: Any, kind: Any) -> Any:
     raw = settings.get(name, default)
     try:
         value = kind(raw)
@@ -48,12 +49,12 @@ def _number(settings, name: str, default, kind):
     return value
 
 
-def statement_timeout_ms(settings) -> int:
+def statement_timeout_ms(settings: Any) -> int:
     """The statement deadline in milliseconds, 0 for none."""
-    return _number(settings, STATEMENT_TIMEOUT, 0, int)
+    return cast("int", _number(settings, STATEMENT_TIMEOUT, 0, int))
 
 
-def engine_options(settings, prefix: str = "sqlalchemy.") -> dict:
+def engine_options(settings: Any, prefix: str = "sqlalchemy.") -> dict[Any, Any]:
     """Keyword arguments for ``engine_from_config``: the pool timeout, when it is set."""
     if settings.get(POOL_TIMEOUT) in (None, ""):
         return {}
@@ -65,13 +66,13 @@ def engine_options(settings, prefix: str = "sqlalchemy.") -> dict:
     return {"pool_timeout": seconds}
 
 
-def bound_statement_time(engine, milliseconds: int) -> None:
+def bound_statement_time(engine: Any, milliseconds: int) -> None:
     """Cancel any statement of ``engine`` that runs longer than ``milliseconds``."""
     if milliseconds <= 0:
         return
     if engine.dialect.name == "postgresql":
         @event.listens_for(engine, "connect")
-        def _postgresql_timeout(dbapi_connection, _record):
+        def _postgresql_timeout(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute(f"SET statement_timeout = {int(milliseconds)}")
             cursor.close()
@@ -80,12 +81,12 @@ def bound_statement_time(engine, milliseconds: int) -> None:
         seconds = milliseconds / 1000
 
         @event.listens_for(engine, "connect")
-        def _sqlite_progress_handler(dbapi_connection, record):
+        def _sqlite_progress_handler(dbapi_connection: Any, record: Any) -> None:
             deadline = record.info[_DEADLINE] = [math.inf]
             dbapi_connection.set_progress_handler(lambda: time.monotonic() > deadline[0], _SQLITE_STEPS)
 
         @event.listens_for(engine, "before_cursor_execute")
-        def _sqlite_start(conn, _cursor, _statement, _parameters, _context, _executemany):
+        def _sqlite_start(conn: Any, _cursor: Any, _statement: Any, _parameters: Any, _context: Any, _executemany: Any) -> None:
             deadline = conn.info.get(_DEADLINE)
             if deadline is not None:
                 deadline[0] = time.monotonic() + seconds

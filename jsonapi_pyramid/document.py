@@ -15,8 +15,10 @@ from __future__ import annotations
 import math
 from itertools import groupby
 from operator import itemgetter
+from typing import Any, cast
 from urllib.parse import quote, urlencode
 
+from pyramid.request import Request
 from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
@@ -32,8 +34,8 @@ __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_doc
 JSONAPI = {"version": "1.1"}
 
 
-def resource_object(type_name: str, resource_id: str, url: str, attributes: dict, relationships: tuple,
-                    linkage: dict | None) -> dict:
+def resource_object(type_name: str, resource_id: str, url: str, attributes: dict[Any, Any], relationships: tuple[Any, ...],
+                    linkage: dict[Any, Any] | None) -> dict[Any, Any]:
     """A resource object: type, id, attributes, one ``links`` pair per shown relationship (with
     ``data`` from ``linkage``, the resource's ``Loaded.linkage`` entry, when it has one), and
     ``links.self``."""
@@ -56,8 +58,8 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
     return obj
 
 
-def resource_document(request, plan: QueryPlan, definition: ResourceDefinition, entity,
-                      linkage: tuple = (), pages: dict | None = None) -> dict:
+def resource_document(request: Request, plan: QueryPlan, definition: ResourceDefinition, entity: Any,
+                      linkage: tuple[Any, ...] = (), pages: dict[Any, Any] | None = None) -> dict:
     """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
     ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
     are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
@@ -71,14 +73,14 @@ def resource_document(request, plan: QueryPlan, definition: ResourceDefinition, 
     return DocumentBuilder(request, plan).single(loaded)
 
 
-def page_document(request, plan: QueryPlan, loaded: Loaded, pages: dict | None = None) -> dict:
+def page_document(request: Request, plan: QueryPlan, loaded: Loaded, pages: dict[Any, Any] | None = None) -> dict:
     """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas;
     ``pages``: paged includes, ``plan.include_pages`` on reads)."""
     load_includes(request, loaded, plan.include, pages)
     return DocumentBuilder(request, plan).collection(loaded)
 
 
-def linkage_document(context, request) -> dict:
+def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
     """The linkage document of a relationship node (``GET``, and the answer of to-many writes):
     identifiers; to-many ones carry the related resource's URL in ``links.self``, and a to-many
     is a page (filters, sort, ``page``, ``totalCount``)."""
@@ -108,7 +110,7 @@ def linkage_document(context, request) -> dict:
     return DocumentBuilder.apply_cursors(document, paged)
 
 
-def api_base(request) -> str:
+def api_base(request: Request) -> str:
     """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
     return request.resource_url(find_interface(request.context, ApiRoot))
 
@@ -116,15 +118,15 @@ def api_base(request) -> str:
 class DocumentBuilder:
     """Builds the documents of one request."""
 
-    def __init__(self, request, plan: QueryPlan | None = None):
+    def __init__(self, request: Request, plan: QueryPlan | None = None) -> None:
         self.request = request
         self.plan = plan or QueryPlan()
         self.base = api_base(request)
-        self._shapes: dict[str, tuple] = {}
-        self._metas: dict[str, dict] = {}
+        self._shapes: dict[str, tuple[Any, ...]] = {}
+        self._metas: dict[str, dict[Any, Any]] = {}
 
     # -- resource objects --------------------------------------------------------------------
-    def _shape(self, definition: ResourceDefinition):
+    def _shape(self, definition: ResourceDefinition) -> Any:
         """What resources of ``definition``'s type show in this document, worked out once:
         (transformer, attributes, the relationships shown, the id getter, the type's URL
         prefix, and the reader of a record's attribute values when the transformer's
@@ -145,11 +147,11 @@ class DocumentBuilder:
     def url(self, definition: ResourceDefinition, resource_id: str) -> str:
         return f"{self.base}{definition.type}/{resource_id}"
 
-    def resource(self, definition: ResourceDefinition, entity, linkage: dict | None = None) -> dict:
+    def resource(self, definition: ResourceDefinition, entity: Any, linkage: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """The resource object of an instance or a record; ``linkage``: ``Loaded.linkage``."""
         return self.resources(definition, (entity,), linkage)[0]
 
-    def resources(self, definition: ResourceDefinition, entities, linkage: dict | None = None) -> list[dict]:
+    def resources(self, definition: ResourceDefinition, entities: Any, linkage: dict[Any, Any] | None = None) -> list[dict[Any, Any]]:
         """The resource objects of instances or records of one type, in order (the rows of a
         polymorphic base each as its own class's type)."""
         if definition.subtypes:
@@ -159,7 +161,7 @@ class DocumentBuilder:
             return out
         return self._resources(definition, entities, linkage)
 
-    def _resources(self, definition: ResourceDefinition, entities, linkage: dict | None) -> list[dict]:
+    def _resources(self, definition: ResourceDefinition, entities: Any, linkage: dict[Any, Any] | None) -> list[dict[Any, Any]]:
         transformer, attributes, relationships, get_id, prefix, read_record = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
@@ -180,7 +182,7 @@ class DocumentBuilder:
             out.append(obj)
         return out
 
-    def identifier(self, definition: ResourceDefinition, resource_id, with_link: bool = False) -> dict:
+    def identifier(self, definition: ResourceDefinition, resource_id: Any, with_link: bool = False) -> dict[Any, Any]:
         resource_id = str(resource_id)
         identifier = {"type": definition.type, "id": resource_id}
         if with_link:
@@ -192,7 +194,7 @@ class DocumentBuilder:
         """Run each requested meta method once over every entity of its type in the document."""
         if not self.plan.metas:
             return
-        by_type: dict[str, tuple[ResourceDefinition, list]] = {}
+        by_type: dict[str, tuple[ResourceDefinition, list[Any]]] = {}
         for entity in loaded.primary:
             definition = loaded.definition.definition_of(entity)
             by_type.setdefault(definition.type, (definition, []))[1].append(entity)
@@ -205,7 +207,7 @@ class DocumentBuilder:
                 self._metas[type_name] = transformer.compute_metas(entities, fields)
 
     # -- documents ---------------------------------------------------------------------------
-    def _top(self, data, loaded: Loaded | None, links: dict, meta: dict | None = None) -> dict:
+    def _top(self, data: Any, loaded: Loaded | None, links: dict[Any, Any], meta: dict[Any, Any] | None = None) -> dict[Any, Any]:
         document = {"jsonapi": JSONAPI, "data": data}
         if loaded is not None and self.plan.include_given:
             included = []
@@ -217,13 +219,13 @@ class DocumentBuilder:
             document["meta"] = meta
         return document
 
-    def single(self, loaded: Loaded) -> dict:
+    def single(self, loaded: Loaded) -> dict[Any, Any]:
         """A document whose primary data is one resource (or null)."""
         self.compute_metas(loaded)
         data = self.resource(loaded.definition, loaded.primary[0], loaded.linkage) if loaded.primary else None
         return self._top(data, loaded, {"self": self.request.url})
 
-    def collection(self, loaded: Loaded, extra_links: dict | None = None) -> dict:
+    def collection(self, loaded: Loaded, extra_links: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """A document whose primary data is a page of resources."""
         self.compute_metas(loaded)
         data = self.resources(loaded.definition, loaded.primary, loaded.linkage)
@@ -231,11 +233,11 @@ class DocumentBuilder:
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
         return self.apply_cursors(document, loaded)
 
-    def total_meta(self, total: int | None) -> dict | None:
+    def total_meta(self, total: int | None) -> dict[Any, Any] | None:
         return {"totalCount": total} if total is not None else None
 
     @staticmethod
-    def apply_cursors(document: dict, loaded: Loaded) -> dict:
+    def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:
         """Cursor pagination: the profile in ``jsonapi.profile`` (``json_response`` puts it in the
         ``Content-Type`` too), an item cursor in each item's ``meta.page.cursor`` and the
         pagination metadata (``rangeTruncated``, ``total``) in the top-level ``meta.page``."""
@@ -253,7 +255,7 @@ class DocumentBuilder:
             document["meta"] = {**meta, "page": page_meta}
         return document
 
-    def page_links(self, loaded: Loaded) -> dict:
+    def page_links(self, loaded: Loaded) -> dict[Any, Any]:
         """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
         the request's other query parameters."""
         page = self.plan.page
@@ -265,7 +267,7 @@ class DocumentBuilder:
         kept = [(k, v) for k, v in self.request.GET.items() if k != "page[number]"]
 
         def link(number: int) -> str:
-            return base + "?" + urlencode(kept + [("page[number]", str(number))], quote_via=quote, safe="[],.-")
+            return cast("str", base + "?" + urlencode(kept + [("page[number]", str(number))], quote_via=quote, safe="[],.-"))
 
         links = {
             "first": link(1),

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any, cast
 
+from pyramid.config import Configurator
 from pyramid.exceptions import URLDecodeError
 from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
+from pyramid.request import Request
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm.exc import StaleDataError
@@ -41,14 +44,14 @@ log = logging.getLogger(__name__)
 
 def error_object(status: int, title: str, detail: str | None = None, *, pointer: str | None = None,
                  parameter: str | None = None, header: str | None = None, code: str | None = None,
-                 meta: dict | None = None) -> dict:
+                 meta: dict[Any, Any] | None = None) -> dict[Any, Any]:
     """One member of ``errors``."""
-    error = {"status": str(status), "title": title}
+    error: dict[str, Any] = {"status": str(status), "title": title}
     if code:
         error["code"] = code
     if detail:
         error["detail"] = detail
-    source = {}
+    source: dict[str, str] = {}
     if pointer is not None:
         source["pointer"] = pointer
     if parameter is not None:
@@ -74,7 +77,8 @@ class JsonApiError(Exception):
 
     def __init__(self, detail: str | None = None, *, pointer: str | None = None, parameter: str | None = None,
                  header: str | None = None, code: str | None = None, title: str | None = None,
-                 errors: Iterable[dict] | None = None, headers: dict | None = None, meta: dict | None = None):
+                 errors: Iterable[dict[Any, Any]] | None = None, headers: dict[Any, Any] | None = None,
+                 meta: dict[Any, Any] | None = None) -> None:
         super().__init__(detail or title or self.title)
         self.headers = dict(headers or {})
         if errors is not None:
@@ -91,7 +95,7 @@ class BadRequest(JsonApiError):
 class Unauthorized(JsonApiError):
     status, title = 401, "Unauthorized"
 
-    def __init__(self, detail: str | None = "Valid credentials are required for this operation.", **kw):
+    def __init__(self, detail: str | None = "Valid credentials are required for this operation.", **kw: Any) -> None:
         super().__init__(detail, **kw)
         self.headers.setdefault("WWW-Authenticate", 'Bearer realm="api"')
 
@@ -107,19 +111,19 @@ class NotFound(JsonApiError):
 class MethodNotAllowed(JsonApiError):
     status, title = 405, "Method Not Allowed"
 
-    def __init__(self, method: str, allowed: Iterable[str]):
+    def __init__(self, method: str, allowed: Iterable[str]) -> None:
         allowed = sorted(set(allowed))
         super().__init__(f"{method} is not allowed here; allowed: {', '.join(allowed)}.",
                          headers={"Allow": ", ".join(allowed)})
 
 
-def method_not_allowed_view(allowed):
+def method_not_allowed_view(allowed: Any) -> Any:
     """The one kind of 405 view: registered without a ``request_method`` predicate beside the
     views of a context (or a named view), it answers every other method with 405 and ``Allow``.
     ``allowed``: the methods, or ``(context, request) -> methods`` when they are known only at
     request time (custom operations)."""
 
-    def method_not_allowed(context, request):
+    def method_not_allowed(context: Any, request: Request) -> None:
         raise MethodNotAllowed(request.method, allowed(context, request) if callable(allowed) else allowed)
 
     return method_not_allowed
@@ -146,7 +150,7 @@ class ValidationFailed(JsonApiError):
 
     status, title = 422, "Validation Error"
 
-    def __init__(self, failures: Iterable[tuple[str, str]]):
+    def __init__(self, failures: Iterable[tuple[str, str]]) -> None:
         """``failures``: (pointer, message) pairs."""
         super().__init__(errors=[error_object(422, "Validation Error", message, pointer=pointer)
                                  for pointer, message in failures])
@@ -158,7 +162,7 @@ class ServiceUnavailable(JsonApiError):
 
 # -- rendering ---------------------------------------------------------------------------------
 
-def error_response(request, status: int, errors: list[dict], headers: dict | None = None):
+def error_response(request: Request, status: int, errors: list[dict[Any, Any]], headers: dict[Any, Any] | None = None) -> Any:
     request_id = getattr(request, "request_id", None)
     if request_id:
         for error in errors:
@@ -167,9 +171,9 @@ def error_response(request, status: int, errors: list[dict], headers: dict | Non
     return json_response(document, status=status, headers=headers)
 
 
-def _self_link(request) -> str:
+def _self_link(request: Request) -> str:
     try:
-        return request.url
+        return cast("str", request.url)
     except UnicodeDecodeError:  # a path or query that is not UTF-8: link to the raw bytes, escaped
         from urllib.parse import quote
 
@@ -177,10 +181,10 @@ def _self_link(request) -> str:
         raw = (environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")).encode("latin-1", "replace")
         url = request.host_url + quote(raw, safe="/")
         query = environ.get("QUERY_STRING", "").encode("latin-1", "replace")
-        return url + ("?" + quote(query, safe="=&[]%,") if query else "")
+        return cast("str", url + ("?" + quote(query, safe="=&[]%,") if query else ""))
 
 
-def url_decode_error_view(exc: UnicodeDecodeError, request):
+def url_decode_error_view(exc: UnicodeDecodeError, request: Request) -> Any:
     """A path or query string that is not UTF-8 (pyramid's URLDecodeError, webob's decoding): 400.
 
     Any other UnicodeDecodeError is a bug: 500."""
@@ -189,7 +193,7 @@ def url_decode_error_view(exc: UnicodeDecodeError, request):
     return error_response(request, 400, [error_object(400, "Bad Request", "The URL is not valid UTF-8.")])
 
 
-def url_is_utf8(environ) -> bool:
+def url_is_utf8(environ: Any) -> bool:
     """Whether the path and the query string (as PEP 3333 hands them over) decode as UTF-8."""
     from urllib.parse import unquote_to_bytes
 
@@ -203,15 +207,15 @@ def url_is_utf8(environ) -> bool:
     return True
 
 
-def jsonapi_error_view(exc: JsonApiError, request):
+def jsonapi_error_view(exc: JsonApiError, request: Request) -> Any:
     return error_response(request, exc.status, exc.errors, exc.headers)
 
 
-def not_found_view(exc, request):
+def not_found_view(exc: Any, request: Request) -> Any:
     return error_response(request, 404, [error_object(404, "Not Found", "No resource at this URL.")])
 
 
-def forbidden_view(exc, request):
+def forbidden_view(exc: Any, request: Request) -> Any:
     """Pyramid denied a permission: 401 when the caller is anonymous, 403 when it is known."""
     if request.authenticated_userid is None:
         raise_as = Unauthorized()
@@ -219,32 +223,32 @@ def forbidden_view(exc, request):
     return error_response(request, 403, [error_object(403, "Forbidden", "You may not perform this operation.")])
 
 
-def http_exception_view(exc: HTTPException, request):
+def http_exception_view(exc: HTTPException, request: Request) -> Any:
     headers = {k: v for k, v in exc.headers.items() if k.lower() in {"allow", "www-authenticate", "retry-after", "location"}}
     return error_response(request, exc.code, [error_object(exc.code, exc.title, exc.detail or None)], headers)
 
 
-def integrity_error_view(exc: IntegrityError, request):
+def integrity_error_view(exc: IntegrityError, request: Request) -> Any:
     """A constraint the validation could not see coming (a concurrent writer won): 409."""
     log.info("integrity error answered with 409: %s", exc.orig)
     detail = "The change conflicts with the current state of a resource (a unique or referential constraint)."
     return error_response(request, 409, [error_object(409, "Conflict", detail)])
 
 
-def stale_data_view(exc: StaleDataError, request):
+def stale_data_view(exc: StaleDataError, request: Request) -> Any:
     """A row or link changed by a concurrent writer between read and write (after the retries): 409."""
     log.info("concurrent modification answered with 409: %s", exc)
     return error_response(request, 409, [error_object(409, "Conflict", "A concurrent request changed the same resource; try again.")])
 
 
-def data_error_view(exc: DataError, request):
+def data_error_view(exc: DataError, request: Request) -> Any:
     """A value the database refuses (too long, out of range, a NUL character in text): 400."""
     log.info("data error answered with 400: %s", exc.orig)
     detail = "A value in the request is not acceptable to the database (too long, out of range, or containing a NUL character)."
     return error_response(request, 400, [error_object(400, "Bad Request", detail)])
 
 
-def database_unavailable_view(exc: DBAPIError, request):
+def database_unavailable_view(exc: DBAPIError, request: Request) -> Any:
     if statement_timed_out(exc):
         log.warning("statement cancelled by jsonapi.statement_timeout_ms (request id %s): %s",
                     getattr(request, "request_id", "-"), str(exc.orig).strip().splitlines()[0])
@@ -257,20 +261,20 @@ def database_unavailable_view(exc: DBAPIError, request):
     return internal_error_view(exc, request)
 
 
-def pool_timeout_view(exc: PoolTimeout, request):
+def pool_timeout_view(exc: PoolTimeout, request: Request) -> Any:
     """Every connection of the pool stayed busy for ``jsonapi.pool_timeout_seconds``: 503."""
     log.warning("no database connection free within the pool timeout (request id %s)", getattr(request, "request_id", "-"))
     detail = "The service is busy; try again shortly."
     return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
 
 
-def internal_error_view(exc: Exception, request):
+def internal_error_view(exc: Exception, request: Request) -> Any:
     log.exception("unexpected error (request id %s)", getattr(request, "request_id", "-"), exc_info=exc)
     detail = "An unexpected error occurred. Report its id to the operators."
     return error_response(request, 500, [error_object(500, "Internal Server Error", detail)])
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """Register the exception views (most specific context wins)."""
     config.add_exception_view(jsonapi_error_view, context=JsonApiError)
     config.add_exception_view(not_found_view, context=HTTPNotFound)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import BadRequest
 
@@ -43,7 +44,7 @@ class Group:
     """``and``/``or`` of ``members``, or ``not`` of the conjunction of ``members``."""
 
     kind: str
-    members: tuple
+    members: tuple[Any, ...]
     parameter: str  # the group's prefix (``filter[or]``), for error sources
 
 
@@ -54,7 +55,7 @@ class Quantified:
 
     path: tuple[str, ...]
     quantifier: str
-    members: tuple
+    members: tuple[Any, ...]
     parameter: str
 
 
@@ -75,7 +76,7 @@ class _Entry:
     raw: str
 
 
-def parse_filters(registry, definition, items: list[tuple[str, str]], parse_term, check_path) -> list:
+def parse_filters(registry: Any, definition: Any, items: list[tuple[str, str]], parse_term: Any, check_path: Any) -> tuple[Any, ...]:
     """The top-level nodes (ANDed) of the ``filter`` parameters ``items`` (name, value) of a read
     of ``definition``. ``parse_term(definition, parameter, key, op, raw)`` parses one plain term
     (``query``); ``check_path(definition, path, parameter)`` refuses paths the caller may not use."""
@@ -100,20 +101,20 @@ def parse_filters(registry, definition, items: list[tuple[str, str]], parse_term
 
 
 class _Parser:
-    def __init__(self, max_members: int, max_depth: int, parse_term, check_path):
+    def __init__(self, max_members: int, max_depth: int, parse_term: Any, check_path: Any) -> None:
         self.max_members = max_members
         self.max_depth = max_depth
         self.parse_term = parse_term
         self.check_path = check_path
         self.terms = 0
 
-    def conjunction(self, definition, entries: list[_Entry], depth: int, prefix: str) -> tuple:
+    def conjunction(self, definition: Any, entries: list[_Entry], depth: int, prefix: str) -> tuple[Any, ...]:
         """The nodes of ``entries`` (their keys relative to ``prefix``), in a stable order:
         terms in the order given, then each group and quantifier where its first term was."""
         if depth > self.max_depth:
             raise BadRequest(f"{prefix!r} nests deeper than {self.max_depth} groups or quantifiers.",
                              parameter=entries[0].parameter)
-        slots: dict = {}
+        slots: dict[Any, Any] = {}
         for entry in entries:
             if not entry.keys or entry.keys[0] == "":
                 raise BadRequest(f"Malformed parameter {entry.parameter!r}: a field, group or quantifier "
@@ -135,7 +136,7 @@ class _Parser:
                 nodes.append(self.term(definition, members[0]))
         return tuple(nodes)
 
-    def term(self, definition, entry: _Entry):
+    def term(self, definition: Any, entry: _Entry) -> Any:
         if len(entry.keys) > 2:
             raise BadRequest(f"Malformed parameter {entry.parameter!r}: {entry.keys[2]!r} follows an operator.",
                              parameter=entry.parameter)
@@ -145,7 +146,7 @@ class _Parser:
         self.check_path(definition, term.path, entry.parameter)
         return term
 
-    def group(self, definition, kind: str, entries: list[_Entry], depth: int, prefix: str) -> Group:
+    def group(self, definition: Any, kind: str, entries: list[_Entry], depth: int, prefix: str) -> Group:
         if kind == "not":
             inner = [_Entry(e.parameter, e.keys[1:], e.raw) for e in entries]
             return Group("not", self.conjunction(definition, inner, depth + 1, prefix), prefix)
@@ -157,12 +158,12 @@ class _Parser:
                                  f"{self.max_members - 1}.", parameter=entry.parameter)
             members.setdefault(int(index), []).append(_Entry(entry.parameter, entry.keys[2:], entry.raw))
         nested = []
-        for index in sorted(members):
-            nodes = self.conjunction(definition, members[index], depth + 1, f"{prefix}[{index}]")
-            nested.append(nodes[0] if len(nodes) == 1 else Group("and", nodes, f"{prefix}[{index}]"))
+        for number in sorted(members):
+            nodes = self.conjunction(definition, members[number], depth + 1, f"{prefix}[{number}]")
+            nested.append(nodes[0] if len(nodes) == 1 else Group("and", nodes, f"{prefix}[{number}]"))
         return Group(kind, tuple(nested), prefix)
 
-    def quantified(self, definition, key: str, quantifier: str, entries: list[_Entry], depth: int, prefix: str):
+    def quantified(self, definition: Any, key: str, quantifier: str, entries: list[_Entry], depth: int, prefix: str) -> Any:
         first = entries[0].parameter
         if key not in definition.filterable:
             raise BadRequest(f"{definition.type!r} cannot be filtered by {key!r}.", parameter=first)
@@ -181,7 +182,7 @@ class _Parser:
         members = self.conjunction(target, inner, depth + 1, f"{prefix}[{key}][{quantifier}]")
         return [Quantified(path, quantifier, members, f"{prefix}[{key}][{quantifier}]")]
 
-    def count(self, path: tuple, entry: _Entry) -> CountTerm:
+    def count(self, path: tuple[Any, ...], entry: _Entry) -> CountTerm:
         operator = entry.keys[2] if len(entry.keys) > 2 else "eq"
         if len(entry.keys) > 3 or operator not in COUNT_OPERATORS:
             raise BadRequest(f"{entry.parameter!r}: a count compares with one of {', '.join(COUNT_OPERATORS)}.",

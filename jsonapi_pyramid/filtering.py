@@ -14,7 +14,9 @@ complements and so true there); SQL's third value (unknown) only matters under a
 from __future__ import annotations
 
 from itertools import count as numbering
+from typing import Any
 
+from pyramid.request import Request
 from sqlalchemy import Boolean, String, and_, bindparam, false, func, not_, or_, select, true
 
 from .contract import ResourceDefinition
@@ -26,7 +28,7 @@ __all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filte
 
 # -- the tree --------------------------------------------------------------------------------------
 
-def _leaves(nodes):
+def _leaves(nodes: Any) -> Any:
     """Terms and counts of ``nodes``, depth-first (the order of their parameter numbers)."""
     for node in nodes:
         if isinstance(node, (Group, Quantified)):
@@ -35,7 +37,7 @@ def _leaves(nodes):
             yield node
 
 
-def filter_parameters(nodes, dialect: str) -> dict:
+def filter_parameters(nodes: Any, dialect: str) -> dict[Any, Any]:
     """The bound values of ``nodes``: ``jsonapi_filter_<n>`` of each term and count."""
     parameters = {}
     for index, leaf in enumerate(_leaves(nodes)):
@@ -46,9 +48,9 @@ def filter_parameters(nodes, dialect: str) -> dict:
     return parameters
 
 
-def filter_shape(nodes) -> tuple:
+def filter_shape(nodes: Any) -> tuple[Any, ...]:
     """What a statement compiled from ``nodes`` depends on, values aside (a cache key)."""
-    shape = []
+    shape: list[tuple[Any, ...]] = []
     for node in nodes:
         if isinstance(node, Group):
             shape.append((node.kind, filter_shape(node.members)))
@@ -61,24 +63,24 @@ def filter_shape(nodes) -> tuple:
     return tuple(shape)
 
 
-def filters_criterion(request, definition: ResourceDefinition, nodes):
+def filters_criterion(request: Request, definition: ResourceDefinition, nodes: Any) -> Any:
     """The conjunction of the top-level filter ``nodes`` (None when there are none)."""
     if not nodes:
         return None
     return _conjunction(request, definition, nodes, numbering())
 
 
-def _conjunction(request, definition, nodes, numbers):
+def _conjunction(request: Request, definition: Any, nodes: Any, numbers: Any) -> Any:
     criteria = [_node(request, definition, node, numbers) for node in nodes]
     return criteria[0] if len(criteria) == 1 else and_(*criteria)
 
 
-def _definite(criterion):
+def _definite(criterion: Any) -> Any:
     """``criterion`` with unknown (NULL) read as false: safe to negate."""
     return func.coalesce(criterion, false(), type_=Boolean)
 
 
-def _node(request, definition, node, numbers):
+def _node(request: Request, definition: Any, node: Any, numbers: Any) -> Any:
     if isinstance(node, Group):
         if node.kind == "not":
             return not_(_definite(_conjunction(request, definition, node.members, numbers)))
@@ -94,7 +96,7 @@ def _node(request, definition, node, numbers):
     return filter_criterion(request, definition, node, name)
 
 
-def _through(request, definition, path, last):
+def _through(request: Request, definition: Any, path: Any, last: Any) -> Any:
     """A criterion on rows of ``definition``: EXISTS through every relationship of ``path`` but
     the last (with each target's visibility), then ``last(accessor, target, visible)``."""
     relationship = definition.relationships[path[0]]
@@ -108,8 +110,8 @@ def _through(request, definition, path, last):
     return exists(and_(_through(request, target, path[1:], last), visible))
 
 
-def _quantified(request, definition, node: Quantified, numbers):
-    def last(accessor, target, visible):
+def _quantified(request: Request, definition: Any, node: Quantified, numbers: Any) -> Any:
+    def last(accessor: Any, target: Any, visible: Any) -> Any:
         inner = _conjunction(request, target, node.members, numbers)
         if node.quantifier == "all":  # no visible related row fails the terms
             return not_(accessor.any(and_(visible, not_(_definite(inner)))))
@@ -119,7 +121,7 @@ def _quantified(request, definition, node: Quantified, numbers):
     return _through(request, definition, node.path, last)
 
 
-def related_count(request, definition, name: str):
+def related_count(request: Request, definition: Any, name: str) -> Any:
     """The correlated ``(SELECT count(*) ...)`` of the visible members of the to-many
     relationship ``name`` of a row of ``definition``: hidden ones never count."""
     relationship = definition.relationships[name]
@@ -127,7 +129,7 @@ def related_count(request, definition, name: str):
     return _count_of(getattr(definition.model, relationship.prop.key), visible if visible is not None else true())
 
 
-def _count_of(accessor, visible):
+def _count_of(accessor: Any, visible: Any) -> Any:
     # ``any()`` builds the correlated EXISTS through the mapping (association tables, the
     # aliasing of a self-referential relationship); its SELECT, counting, is the count.
     return accessor.any(visible).element.element.with_only_columns(func.count()).scalar_subquery()
@@ -142,7 +144,7 @@ def _escape_like(value: str) -> str:
 _NEGATIVE = {"ne": "eq", "nin": "in"}
 
 
-def bound_filter_value(operator: str, value, dialect: str):
+def bound_filter_value(operator: str, value: Any, dialect: str) -> Any:
     """What the bound parameter of a filter term carries (a LIKE pattern for the text operators
     that use one, a list for ``in``/``nin``); None for ``isnull``, which binds nothing."""
     if operator == "isnull":
@@ -158,14 +160,14 @@ def bound_filter_value(operator: str, value, dialect: str):
     return value
 
 
-def _compare(column, operator: str, value, dialect: str, name: str):
+def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) -> Any:
     """``column <operator> value`` with the value bound as the parameter ``name`` (so a kept
     statement runs again with other values: ``bound_filter_value``)."""
     if operator == "isnull":
         return column.is_(None) if value else column.is_not(None)
     bound = bound_filter_value(operator, value, dialect)
     if operator in ("in", "nin"):
-        parameter = bindparam(name, bound, expanding=True)
+        parameter: Any = bindparam(name, bound, expanding=True)
         return column.in_(parameter) if operator == "in" else or_(column.not_in(parameter), column.is_(None))
     if operator in ("contains", "icontains", "startswith"):
         parameter = bindparam(name, bound, type_=String())
@@ -192,7 +194,7 @@ def _compare(column, operator: str, value, dialect: str, name: str):
     raise AssertionError(operator)
 
 
-def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm, name: str = "jsonapi_filter"):
+def filter_criterion(request: Request, definition: ResourceDefinition, term: FilterTerm, name: str = "jsonapi_filter") -> Any:
     """SQL for one filter term. Paths through relationships become EXISTS (``has``/``any``) with
     the target's visibility inside, so rows are never duplicated and hidden rows never match.
 
@@ -214,7 +216,7 @@ def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm, 
     return _criterion(request, definition, term.path, operator, value, dialect, name)
 
 
-def _local_foreign_key(request, definition, path):
+def _local_foreign_key(request: Request, definition: Any, path: Any) -> Any:
     """The owner's foreign key column when ``path`` is one to-one relationship held by a foreign
     key on the owner's table (``Relationship.target_id_fk``), to a target without a visibility
     rule (comparing the key then answers exactly what comparing the related id does); else None."""
@@ -228,7 +230,7 @@ def _local_foreign_key(request, definition, path):
     return relationship.target_id_fk
 
 
-def _criterion(request, definition, path, operator, value, dialect, name):
+def _criterion(request: Request, definition: Any, path: Any, operator: Any, value: Any, dialect: Any, name: Any) -> Any:
     head, rest = path[0], path[1:]
     relationship = definition.relationships.get(head)
     if relationship is None:

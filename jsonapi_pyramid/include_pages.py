@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from sqlalchemy import Integer, and_, bindparam, func, or_, select
@@ -51,11 +52,11 @@ class PagedMembers:
     number of members the caller may see (``document`` shows them as ``data``, ``meta.count``
     and pagination links)."""
 
-    members: list
+    members: list[Any]
     count: int
     page: IncludePage
 
-    def links(self, related: str) -> dict:
+    def links(self, related: str) -> dict[Any, Any]:
         size = self.page.size
         last = max(1, math.ceil(self.count / size))
 
@@ -68,7 +69,7 @@ class PagedMembers:
                 "next": link(number + 1) if number < last else None, "last": link(last)}
 
 
-def include_pages(definition, tree: dict, values: dict, settings) -> dict[str, IncludePage]:
+def include_pages(definition: Any, tree: dict[Any, Any], values: dict, settings: Any) -> dict[str, IncludePage]:
     """Include path -> ``IncludePage`` of every to-many path of the include ``tree``: the
     request's ``page[<path>][size|number]`` (``values``: path -> {key: (parameter, raw)}), else
     ``jsonapi.default_include_size`` when set. A path that is not a to-many include path, or a
@@ -96,7 +97,7 @@ def include_pages(definition, tree: dict, values: dict, settings) -> dict[str, I
     return pages
 
 
-def _to_many_paths(definition, tree: dict, prefix: str) -> set[str]:
+def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> set[str]:
     paths = set()
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
@@ -106,7 +107,7 @@ def _to_many_paths(definition, tree: dict, prefix: str) -> set[str]:
     return paths
 
 
-def _number(given: tuple, maximum: int) -> int:
+def _number(given: tuple[Any, ...], maximum: int) -> int:
     parameter, raw = given
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
         raise BadRequest(f"{parameter!r} must be a positive integer.", parameter=parameter)
@@ -115,7 +116,7 @@ def _number(given: tuple, maximum: int) -> int:
     return int(raw)
 
 
-def paged_statement(statement, target, records: bool):
+def paged_statement(statement: Any, target: Any, records: bool) -> Any:
     """``statement`` (an include statement: records with the parent id last, or (parent id,
     instance)) ranked per parent, keeping the ranks ``jsonapi_include_first`` to
     ``jsonapi_include_last`` (bound) and each parent's first row; the rank and the parent's
@@ -147,7 +148,7 @@ def paged_statement(statement, target, records: bool):
     return select(*selected).where(keep).order_by(parent_column, member_column)
 
 
-def page_members(rows, records: bool, page: IncludePage) -> tuple[list, dict]:
+def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any], dict[Any, Any]]:
     """(parent id, member) pairs of the page and each parent's count, from the rows of a
     ``paged_statement``: records (*columns, parent id, rank, count) or (parent id, instance,
     rank, count)."""

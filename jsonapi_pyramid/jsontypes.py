@@ -58,7 +58,7 @@ _JSON_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "a st
                dict: "an object"}
 
 
-def attribute_sql_type(model: type, attribute: str) -> tuple[Any, bool]:
+def attribute_sql_type(model: type[Any], attribute: str) -> tuple[Any, bool]:
     """(SQL type, nullable) of the entity attribute ``attribute``: a column, a ``column_property``
     (its expression's type) or a hybrid with a SQL expression. (None, True) for anything else
     (a plain Python property)."""
@@ -79,7 +79,7 @@ def attribute_sql_type(model: type, attribute: str) -> tuple[Any, bool]:
     return None, True
 
 
-def required_column(model: type, attribute: str) -> bool:
+def required_column(model: type[Any], attribute: str) -> bool:
     """Must a create give this attribute? A NOT NULL column with no default of its own."""
     prop = inspect(model).attrs.get(attribute)
     column = prop.columns[0] if prop is not None and len(getattr(prop, "columns", ())) == 1 else None
@@ -87,7 +87,7 @@ def required_column(model: type, attribute: str) -> bool:
             and column.server_default is None and not column.primary_key)
 
 
-def json_kind(sql_type=None, node=None) -> str:
+def json_kind(sql_type: Any = None, node: Any = None) -> str:
     """The kind (module table) of an attribute validated by colander ``node`` and/or stored in
     ``sql_type``. The node wins: it is what the application declared for input."""
     if node is not None:
@@ -117,11 +117,11 @@ def json_kind(sql_type=None, node=None) -> str:
     return "any"
 
 
-def _describe(value) -> str:
+def _describe(value: Any) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def check_json_type(kind: str, value) -> str | None:
+def check_json_type(kind: str, value: Any) -> str | None:
     """None when the JSON ``value`` fits ``kind`` (``null`` always does here), else why not."""
     if value is None or kind == "any":
         return None
@@ -149,7 +149,7 @@ def check_json_type(kind: str, value) -> str | None:
     return f"must be {wanted}, not {shown}."
 
 
-def decode_value(sql_type, value):
+def decode_value(sql_type: Any, value: Any) -> Any:
     """The Python value of a JSON ``value`` already checked by ``check_json_type`` for an attribute
     stored as ``sql_type`` (for attributes no colander node converts). ValueError with a readable
     message when a string does not parse."""
@@ -180,7 +180,7 @@ def decode_value(sql_type, value):
     return value
 
 
-def _decimal(value) -> decimal.Decimal:
+def _decimal(value: Any) -> decimal.Decimal:
     parsed = decimal.Decimal(str(value))
     if not parsed.is_finite():
         raise ValueError(value)
@@ -195,7 +195,7 @@ def _timestamp(value: str, *, aware: bool) -> dt.datetime:
     return parsed if aware else parsed.replace(tzinfo=None)
 
 
-def _article(sql_type) -> str:
+def _article(sql_type: Any) -> str:
     if isinstance(sql_type, NUMBER_TYPES):
         return "a decimal number"
     if isinstance(sql_type, sqltypes.DateTime):

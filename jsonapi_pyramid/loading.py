@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
+from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.engine import Row
 
@@ -35,22 +36,23 @@ class Loaded:
     """What a read found: the primary entities and everything the document needs besides."""
 
     definition: ResourceDefinition
-    primary: list
+    primary: list[Any]
     has_next: bool = False
     has_prev: bool = False
     total: int | None = None
     #: (type, id) -> {relationship name: linkage data (identifier | None | [identifiers])}, for
     #: the relationships on include paths
-    linkage: dict = field(default_factory=dict)
+    linkage: dict[Any, Any] = field(default_factory=dict)
     #: included entities in first-seen order, as (definition, entity)
-    included: list = field(default_factory=list)
+    included: list[Any] = field(default_factory=list)
     #: cursor pagination: links, pagination metadata and item cursors (None for page pagination)
     cursors: CursorPage | None = None
 
 
 # -- collections ---------------------------------------------------------------------------------
 
-def collection_statement(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None, columns=None):
+def collection_statement(request: Request, definition: ResourceDefinition, plan: QueryPlan, *,
+                         parent: Any = None, columns: Any = None) -> Any:
     """SELECT of the rows of ``definition`` that the caller may see, filtered and sorted, without
     paging. ``parent`` = (parent definition, relationship, parent id) restricts it to the members
     of a to-many relationship. ``columns`` selects those instead of entities (linkage reads)."""
@@ -58,7 +60,8 @@ def collection_statement(request, definition: ResourceDefinition, plan: QueryPla
     return statement.order_by(*(key.clause() for key in keys))
 
 
-def _collection_parts(request, definition, plan, *, parent=None, columns=None) -> tuple[Any, list[OrderKey]]:
+def _collection_parts(request: Request, definition: Any, plan: Any, *, parent: Any = None,
+                      columns: Any = None) -> tuple[Any, list[OrderKey]]:
     """The unordered statement of ``collection_statement`` and its order keys (id last). A
     ``parent`` id may be a ``bindparam``."""
     model = definition.model
@@ -75,10 +78,10 @@ def _collection_parts(request, definition, plan, *, parent=None, columns=None) -
     filtered = filters_criterion(request, definition, plan.filters)
     if filtered is not None:
         statement = statement.where(filtered)
-    return _apply_sort(request, definition, plan, statement)
+    return cast("tuple[Any, list[OrderKey]]", _apply_sort(request, definition, plan, statement))
 
 
-def _apply_sort(request, definition, plan, statement):
+def _apply_sort(request: Request, definition: Any, plan: Any, statement: Any) -> Any:
     """Order keys of ``plan.sort`` plus the id as the last tie-breaker. A path through to-one
     relationships is an outer join (rows without a visible related row sort as NULL: nothing is
     dropped, and a to-one join cannot duplicate)."""
@@ -114,11 +117,12 @@ def _apply_sort(request, definition, plan, statement):
     return statement, keys
 
 
-def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, parent=None) -> Loaded:
+def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan, *, parent: Any = None) -> Loaded:
     """The primary rows of a collection read: one page, plus the count when asked for."""
     records = definition.record_columns
     leading = records if records is not None else (definition.model,)
     page = plan.page
+    assert page is not None  # a collection's plan always has one
     if page.cursor:
         # the sort key values after the record's columns, labelled apart from them
         key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
@@ -139,20 +143,20 @@ def load_page(request, definition: ResourceDefinition, plan: QueryPlan, *, paren
     return loaded
 
 
-def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, dict]:
+def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, dict[Any, Any]]:
     """The statement of one page and its parameters: page bounds (``jsonapi_limit``,
     ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
     (``jsonapi_filter_<n>``) are bound, so the statement is kept in the application's ``statements`` under the shape
     of the query and the visibility criteria it holds, and runs again with other values."""
     parameters = {}
-    bound_parent = None
+    bound_parent: Any = None
     if parent is not None:
         parameters["jsonapi_parent_id"] = parent[2]
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
     if plan.filters:
         parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
 
-    def build():
+    def build() -> Any:
         statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
         # typed, as SQLAlchemy types literal bounds (PostgreSQL: LIMIT $1::INTEGER; an untyped
         # parameter there made the first executions of a page measurably slower)
@@ -163,7 +167,7 @@ def _page_statement(request, definition, plan, parent, columns) -> tuple[Any, di
                                                 build), parameters
 
 
-def _page_key(request, definition, plan, parent, columns) -> tuple:
+def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, ...]:
     """What a page statement is built from besides visibility (which the cache notes as the
     statement is built): the resource, record columns or entities, the parent relationship, the
     filters' paths and operators (and ``isnull``'s value, the one value not bound), the sort, and
@@ -175,9 +179,9 @@ def _page_key(request, definition, plan, parent, columns) -> tuple:
             request.dbsession.get_bind().dialect.name if plan.filters else None)
 
 
-def load_item(request, definition, resource_id):
+def load_item(request: Request, definition: Any, resource_id: Any) -> Any:
     """The instance of ``definition`` with id ``resource_id`` if the caller may see it, else None."""
-    def build():
+    def build() -> Any:
         model = definition.model
         statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
         criterion = definition.visibility(request)
@@ -187,22 +191,22 @@ def load_item(request, definition, resource_id):
     return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
-def read_records(request, statement, parameters=None) -> list:
+def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:
     """Rows of ``statement`` on the session's connection (its transaction), without the ORM's
     result processing: records (see ``transformer``). Pending changes are flushed first, as the
     ORM's autoflush would."""
     session = request.dbsession
     if session.autoflush:
         session.flush()
-    return session.connection().execute(statement, parameters).all()
+    return cast("list[Any]", session.connection().execute(statement, parameters).all())
 
 
-def keys_of(request, definition, plan) -> list[OrderKey]:
+def keys_of(request: Request, definition: Any, plan: Any) -> list[OrderKey]:
     """The order keys of a collection read (what a cursor carries)."""
-    return _apply_sort(request, definition, plan, select(definition.model))[1]
+    return cast("list[OrderKey]", _apply_sort(request, definition, plan, select(definition.model))[1])
 
 
-def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
+def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: Any) -> Loaded:
     """Ids of the members of a to-many relationship the caller may see: one page (and a count),
     as a ``Loaded`` whose ``primary`` holds the ids."""
     id_column = getattr(definition.model, definition.id_attribute)
@@ -227,12 +231,12 @@ def load_linkage_page(request, definition, plan, *, parent) -> Loaded:
     return loaded
 
 
-def count(request, statement) -> int:
+def count(request: Request, statement: Any) -> int:
     subquery = statement.order_by(None).subquery()
-    return request.dbsession.scalar(select(func.count()).select_from(subquery))
+    return cast("int", request.dbsession.scalar(select(func.count()).select_from(subquery)))
 
 
-def load_related_one(request, parent_definition, relationship, parent_entity):
+def load_related_one(request: Request, parent_definition: Any, relationship: Any, parent_entity: Any) -> Any:
     """The target of a to-one relationship, or None (also when the caller may not see it)."""
     target = relationship.target_definition
     owner = parent_definition.owner
@@ -250,7 +254,7 @@ def load_related_one(request, parent_definition, relationship, parent_entity):
 
 # -- includes ------------------------------------------------------------------------------------
 
-def load_includes(request, loaded: Loaded, tree: dict, pages: dict | None = None) -> None:
+def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages: dict | None = None) -> None:
     """Walk the include tree: one statement per node, for all parents of that node at once.
     ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
@@ -260,14 +264,14 @@ def load_includes(request, loaded: Loaded, tree: dict, pages: dict | None = None
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
 
 
-def id_getter(definition):
+def id_getter(definition: Any) -> Any:
     """Reads the id of an instance or a record (whose first column is the id) of ``definition``
     (also the document's reader of resource ids)."""
     by_attribute = attrgetter(definition.id_attribute)
     return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
 
-def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set, pages: dict,
+def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list[Any], tree: dict[Any, Any], seen: set[Any], pages: dict,
                 prefix: str) -> None:
     """One level of the include tree. The linkage of each parent is stored as the document shows
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
@@ -285,8 +289,8 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         page = pages.get(prefix + name)
         pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = id_getter(target)
-        by_parent: dict[Any, list] = {}
-        identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
+        by_parent: dict[Any, list[Any]] = {}
+        identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
         children = []
         for parent_id, child in pairs:
             resource_id = str(child_id(child))
@@ -315,7 +319,7 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
 
 
-def _include_pairs(request, statements, definition, relationship, parameters, page) -> tuple[list, dict | None]:
+def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any, page: Any) -> tuple[list[Any], dict[Any, Any] | None]:
     """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
     ``IncludePage``) each parent's count of visible members; one statement either way."""
     target = relationship.target_definition
@@ -333,7 +337,7 @@ def _include_pairs(request, statements, definition, relationship, parameters, pa
     return page_members(rows, records, page)
 
 
-def _include_statement(request, statements, definition, relationship):
+def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any) -> Any:
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
     relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
     selects the record's columns and the parent id last; else (parent id, instance).
@@ -352,7 +356,7 @@ def _include_statement(request, statements, definition, relationship):
     return statement if criterion is None else statement.where(criterion)
 
 
-def _include_base(definition, relationship):
+def _include_base(definition: Any, relationship: Any) -> Any:
     """The statement of ``_include_statement`` without visibility."""
     target = relationship.target_definition
     target_id = getattr(target.model, target.id_attribute)
@@ -377,7 +381,7 @@ def _include_base(definition, relationship):
 
 # -- metas ---------------------------------------------------------------------------------------
 
-def count_of(relationship_name: str):
+def count_of(relationship_name: str) -> Any:
     """A batched meta method counting the visible members of a to-many relationship::
 
         class ArticleTransformer(Transformer):
@@ -387,7 +391,7 @@ def count_of(relationship_name: str):
     One GROUP BY statement for all resources of the type in the document.
     """
 
-    def meta(self, entities):
+    def meta(self: Any, entities: Any) -> Any:
         definition = self.definition
         relationship = definition.relationships[relationship_name]
         target = relationship.target_definition

@@ -13,12 +13,16 @@ relationship, in single requests and atomic operations alike.
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.config import Configurator
+from pyramid.request import Request
 from sqlalchemy import select
 
 __all__ = ["lock_owner", "serialise_set_replaces"]
 
 
-def lock_owner(request, definition, entity, *, expire: tuple[str, ...] = ()) -> None:
+def lock_owner(request: Request, definition: Any, entity: Any, *, expire: tuple[str, ...] = ()) -> None:
     """Lock ``entity``'s row until the request's transaction ends, then forget the attributes
     ``expire`` (relationship keys) so that they are read after the lock, not from before it."""
     # The primary key's table column, not the mapped attribute: a polymorphic model would outer
@@ -30,7 +34,7 @@ def lock_owner(request, definition, entity, *, expire: tuple[str, ...] = ()) -> 
         session.expire(entity, list(expire))
 
 
-def serialise_set_replaces(request, write) -> None:
+def serialise_set_replaces(request: Request, write: Any) -> None:
     """A write check (``writes``): lock the owner of a to-many set before the set is replaced."""
     context = write.context
     if write.kind == "replace_to_many":
@@ -44,5 +48,5 @@ def serialise_set_replaces(request, write) -> None:
         lock_owner(request, context.definition, context.entity, expire=keys)
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     config.add_jsonapi_write_check(serialise_set_replaces)

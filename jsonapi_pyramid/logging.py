@@ -18,7 +18,10 @@ import json
 import logging
 import re
 import time
+from typing import Any, cast
 
+from pyramid.config import Configurator
+from pyramid.request import Request
 from pyramid.tweens import EXCVIEW, INGRESS
 from pyramid_retry import is_error_retryable
 
@@ -31,29 +34,29 @@ _STARTED = "jsonapi.access.started"
 _PLAIN = re.compile(r"[\x21-\x7e]+")
 
 
-def _value(value) -> str:
+def _value(value: Any) -> str:
     text = str(value)
     if _PLAIN.fullmatch(text) and '"' not in text and "\\" not in text:
         return text
     return json.dumps(text)  # quoted, with spaces, quotes and control characters escaped
 
 
-def format_fields(fields: dict) -> str:
+def format_fields(fields: dict[Any, Any]) -> str:
     """``key=value`` pairs; values with spaces, quotes or other than printable ASCII are JSON-quoted."""
     return " ".join(f"{key}={_value(value)}" for key, value in fields.items())
 
 
-def _raw_path(environ) -> str:
+def _raw_path(environ: Any) -> str:
     # The path as the client sent it; PEP 3333 hands it over as latin-1, so undecodable UTF-8
     # (which request.path would choke on) is logged escaped instead of failing the log line.
     raw = (environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")).encode("latin-1", "replace")
-    return raw.decode("utf-8", "backslashreplace")[:2000]
+    return cast("str", raw.decode("utf-8", "backslashreplace")[:2000])
 
 
-def access_log_tween_factory(handler, registry):
+def access_log_tween_factory(handler: Any, registry: Any) -> Any:
     """The tween: times the request, sets ``X-Request-Id``, writes the access line."""
 
-    def access_log_tween(request):
+    def access_log_tween(request: Request) -> Any:
         environ = request.environ
         started = environ.setdefault(_STARTED, time.perf_counter())
         request_id = request.request_id
@@ -67,8 +70,8 @@ def access_log_tween_factory(handler, registry):
             else:
                 _log(request, environ, started, 500, request_id, logging.INFO)
             raise
-        exc = getattr(request, "exception", None)
-        if exc is not None and is_error_retryable(request, exc):
+        rendered = getattr(request, "exception", None)
+        if rendered is not None and is_error_retryable(request, rendered):
             _log(request, environ, started, response.status_int, request_id, logging.DEBUG, retried="yes")
         else:
             _log(request, environ, started, response.status_int, request_id, logging.INFO)
@@ -78,7 +81,7 @@ def access_log_tween_factory(handler, registry):
     return access_log_tween
 
 
-def _log(request, environ, started, status, request_id, level, **extra) -> None:
+def _log(request: Request, environ: Any, started: Any, status: Any, request_id: Any, level: Any, **extra: Any) -> None:
     if not access_log.isEnabledFor(level):
         return
     fields = {
@@ -94,7 +97,7 @@ def _log(request, environ, started, status, request_id, level, **extra) -> None:
     access_log.log(level, "%s", format_fields(fields))
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """Add the access log tween above every other tween of the library and of pyramid_tm."""
     config.add_tween("jsonapi_pyramid.logging.access_log_tween_factory", under=INGRESS,
                      over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))

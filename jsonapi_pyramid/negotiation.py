@@ -14,6 +14,10 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
+
 from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMediaType, url_is_utf8
 from .renderer import MEDIA_TYPE
 
@@ -27,7 +31,7 @@ ATOMIC_MEDIA_TYPE = f'{MEDIA_TYPE}; ext="{ATOMIC_EXT}"'
 SUPPORTED_EXTENSIONS = frozenset({ATOMIC_EXT})
 
 
-def _parse_media_range(text: str) -> tuple[str, dict]:
+def _parse_media_range(text: str) -> tuple[str, dict[Any, Any]]:
     parts = [part.strip() for part in text.split(";")]
     media = parts[0].lower()
     parameters = {}
@@ -39,14 +43,14 @@ def _parse_media_range(text: str) -> tuple[str, dict]:
     return media, parameters
 
 
-def _acceptable(parameters: dict) -> bool:
+def _acceptable(parameters: dict[Any, Any]) -> bool:
     parameters = {k: v for k, v in parameters.items() if k != "q"}
     if set(parameters) - _ALLOWED_PARAMETERS:
         return False
     return set(parameters.get("ext", "").split()) <= SUPPORTED_EXTENSIONS
 
 
-def bound_body(request, max_body_bytes: int) -> None:
+def bound_body(request: Request, max_body_bytes: int) -> None:
     """Give a body without ``Content-Length`` one, reading at most ``max_body_bytes`` + 1 bytes.
 
     A longer body is cut there: its length then exceeds the limit and ``check_request`` answers
@@ -58,7 +62,7 @@ def bound_body(request, max_body_bytes: int) -> None:
         request.body = request.body_file_raw.read(max_body_bytes + 1)
 
 
-def check_url(request) -> None:
+def check_url(request: Request) -> None:
     """A path or query string that is not UTF-8, or holds a NUL character -> 400, before any use."""
     from urllib.parse import unquote_to_bytes
 
@@ -72,7 +76,7 @@ def check_url(request) -> None:
         raise BadRequest("The query string contains a NUL character.")
 
 
-def check_request(request, max_body_bytes: int, *, atomic: bool = False) -> None:
+def check_request(request: Request, max_body_bytes: int, *, atomic: bool = False) -> None:
     """Negotiation of one request; ``atomic``: it is sent to the atomic operations endpoint."""
     check_url(request)
     bound_body(request, max_body_bytes)
@@ -100,7 +104,7 @@ def check_request(request, max_body_bytes: int, *, atomic: bool = False) -> None
             raise NotAcceptable(f"Accept {MEDIA_TYPE} without media type parameters other than ext and profile.", header="Accept")
 
 
-def _check_extensions(extensions: set, atomic: bool) -> None:
+def _check_extensions(extensions: set[Any], atomic: bool) -> None:
     if atomic and ATOMIC_EXT not in extensions:
         raise UnsupportedMediaType(f"Send the atomic operations document as {ATOMIC_MEDIA_TYPE}.", header="Content-Type")
     unsupported = extensions - SUPPORTED_EXTENSIONS if atomic else extensions
@@ -110,12 +114,12 @@ def _check_extensions(extensions: set, atomic: bool) -> None:
                                    header="Content-Type")
 
 
-def negotiation_tween_factory(handler, registry):
+def negotiation_tween_factory(handler: Any, registry: Any) -> Any:
     settings = registry.jsonapi.settings
     prefix = "/" + settings["root_name"]
     operations = f"{prefix}/{OPERATIONS_NAME}"
 
-    def negotiation_tween(request):
+    def negotiation_tween(request: Request) -> Any:
         path = request.path_info
         if path == prefix or path.startswith(prefix + "/"):
             check_request(request, settings["max_body_bytes"], atomic=path.rstrip("/") == operations)

@@ -4,7 +4,10 @@ negotiation's 406/413/415 and the credentials' 401 come before it and do not), a
 creates a resource together with a new related one named by ``lid``, built from the registry."""
 from __future__ import annotations
 
-from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, MEDIA_TYPE, OPERATIONS_NAME
+from typing import Any
+
+from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
+from .renderer import MEDIA_TYPE
 from .validation import required_on_create
 
 __all__ = ["add_atomic_operations"]
@@ -25,11 +28,11 @@ STATUSES = {
 }
 
 
-def _ref(name: str) -> dict:
+def _ref(name: str) -> dict[Any, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _schemas(limit: int) -> dict:
+def _schemas(limit: int) -> dict[Any, Any]:
     identifier = {"type": "object", "properties": {"type": {"type": "string"}, "id": {"type": "string"},
                                                    "lid": {"type": "string"}, "meta": {"type": "object"}},
                   "required": ["type"]}
@@ -71,7 +74,7 @@ def _schemas(limit: int) -> dict:
     }
 
 
-def example(builder) -> dict | None:
+def example(builder: Any) -> dict[Any, Any] | None:
     """A new resource linked, through a to-many, to a new related one named by ``lid``, for the
     first type where both creates have an example and the related type needs no other link."""
     for definition in sorted(builder.jsonapi.types.values(), key=lambda d: d.type):
@@ -92,7 +95,7 @@ def example(builder) -> dict | None:
     return None
 
 
-def add_atomic_operations(builder) -> None:
+def add_atomic_operations(builder: Any) -> None:
     """Add the path ``POST <root>/operations`` and its schemas to an OpenAPI ``builder``."""
     builder.schemas.update(_schemas(builder.settings["max_atomic_operations"]))
     errors = {"content": {media: {"schema": _ref("ErrorDocument")} for media in (ATOMIC_MEDIA_TYPE, MEDIA_TYPE)}}

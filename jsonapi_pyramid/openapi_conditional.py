@@ -10,6 +10,8 @@ Applied to the built document (``openapi.build_document``), from its paths alone
 """
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["add_conditional_requests"]
 
 _ETAG_HEADER = {
@@ -35,7 +37,7 @@ _PARAMETERS = {
                        "changes. Check and write are one atomic step.",
         "schema": {"type": "string"}},
 }
-_RESPONSES = {
+_RESPONSES: dict[str, dict[str, Any]] = {
     "NotModified": {"description": "Not Modified: `If-None-Match` names the current `ETag`. No body.",
                     "headers": {"ETag": {"$ref": "#/components/headers/ETag"}}},
     "PreconditionFailed": {"description": "Precondition Failed: `If-Match` does not name the resource's current "
@@ -46,7 +48,7 @@ _RESPONSES = {
 _ERROR_RESPONSES = ("PreconditionFailed", "PreconditionRequired")
 
 
-def _ref(kind: str, name: str) -> dict:
+def _ref(kind: str, name: str) -> dict[Any, Any]:
     return {"$ref": f"#/components/{kind}/{name}"}
 
 
@@ -56,7 +58,7 @@ def _conditional_write(segments: list[str], method: str) -> bool:
     return len(segments) == 4 and segments[1] == "{id}" and segments[2] == "relationships" and method in ("post", "patch", "delete")
 
 
-def add_conditional_requests(document: dict, jsonapi) -> dict:
+def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
     """Add the conditional parts to ``document`` (in place; returned); ``jsonapi``: the registry."""
     root = "/" + jsonapi.settings["root_name"] + "/"
     components = document["components"]
@@ -96,7 +98,7 @@ def add_conditional_requests(document: dict, jsonapi) -> dict:
     return document
 
 
-def _atomic(document: dict, root: str, required: bool) -> None:
+def _atomic(document: dict[Any, Any], root: str, required: bool) -> None:
     operation = document["paths"].get(root + "operations", {}).get("post")
     schema = document["components"]["schemas"].get("AtomicOperation")
     if operation is None or schema is None:

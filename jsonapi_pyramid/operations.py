@@ -26,8 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
+from pyramid.request import Request
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .body import request_data
@@ -58,16 +61,16 @@ ON_CONTEXT = ("item", "collection")
 class Operation:
     """One custom operation of a resource type (kept in ``ResourceDefinition.operations``)."""
 
-    model: type
+    model: type[Any]
     name: str
-    view: Callable
+    view: Callable[..., Any]
     on: str
     request_method: str
     permission: str
-    validate: Callable | None = None
+    validate: Callable[..., Any] | None = None
     description: str | None = None
 
-    def __call__(self, context, request):
+    def __call__(self, context: Any, request: Request) -> Any:
         if self.validate is None:
             return self.view(context, request)
         return self.view(context, request, self.validate(context, request))
@@ -76,7 +79,7 @@ class Operation:
 class ResourceModelPredicate:
     """View predicate ``jsonapi_model=Model``: the context is a node of that model's resource type."""
 
-    def __init__(self, value, config):
+    def __init__(self, value: Any, config: Configurator) -> None:
         self.value = value
 
     def text(self) -> str:
@@ -84,14 +87,14 @@ class ResourceModelPredicate:
 
     phash = text
 
-    def __call__(self, context, request) -> bool:
+    def __call__(self, context: Any, request: Request) -> bool:
         definition = getattr(context, "definition", None)
         return definition is not None and definition.model is self.value
 
 
-def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str = "item",
-                          request_method: str = "POST", permission=Permission.UPDATE,
-                          validate: Callable | None = None, description: str | None = None) -> Operation:
+def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Callable[..., Any], *, on: str = "item",
+                          request_method: str = "POST", permission: Any = Permission.UPDATE,
+                          validate: Callable[..., Any] | None = None, description: str | None = None) -> Operation:
     """Add an operation ``name`` to the resource type of ``model`` (a configurator directive).
 
     ``on``: ``"item"`` (``/<type>/<id>/<name>``) or ``"collection"`` (``/<type>/<name>``).
@@ -110,7 +113,7 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
     registry = get_registry(config.registry)
 
-    def record():
+    def record() -> None:
         definition = registry.definition_for_model(model)
         if definition is None:
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
@@ -125,20 +128,20 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
     return operation
 
 
-def _fallbacks(config) -> set:
+def _fallbacks(config: Configurator) -> set[Any]:
     registry = config.registry
     if not hasattr(registry, "jsonapi_operation_fallbacks"):
         registry.jsonapi_operation_fallbacks = set()
     return registry.jsonapi_operation_fallbacks
 
 
-def operation_methods(definition, on: str, name: str) -> list[str]:
+def operation_methods(definition: Any, on: str, name: str) -> list[str]:
     """The methods of the operations ``name`` on the type's ``on`` node (its ``Allow``)."""
     return sorted(method for (where, op, method) in definition.operations if (where, op) == (on, name))
 
 
-def _method_not_allowed(on: str, name: str):
-    def allowed(context, request) -> list[str]:
+def _method_not_allowed(on: str, name: str) -> Any:
+    def allowed(context: Any, request: Request) -> list[str]:
         return operation_methods(context.definition, on, name)
 
     return method_not_allowed_view(allowed)
@@ -147,7 +150,7 @@ def _method_not_allowed(on: str, name: str):
 # -- reading a request ---------------------------------------------------------------------------
 # ``request_data(request, many=...)``: the top-level ``data`` (``body.request_data``, the one parser).
 
-def linkage_entities(request, definition, identifiers: Iterable, pointer: str = "/data") -> list:
+def linkage_entities(request: Request, definition: Any, identifiers: Iterable[Any], pointer: str = "/data") -> list[Any]:
     """Load the resources named by a list of ``{type, id}`` with the library's resource identifier
     rule (``validation.resolve_identifiers``): one statement, through the type's visibility, every
     bad item a 422 pointing at it; the entities come back in the order given, without duplicates."""
@@ -156,14 +159,14 @@ def linkage_entities(request, definition, identifiers: Iterable, pointer: str = 
 
 # -- answering -----------------------------------------------------------------------------------
 
-def _definition(request, entity):
+def _definition(request: Request, entity: Any) -> Any:
     definition = get_registry(request).definition_for_model(type(entity))
     if definition is None:
         raise TypeError(f"{type(entity).__name__} is not a registered resource")
     return definition
 
 
-def _respond(request, document, status: int, headers: dict | None) -> dict:
+def _respond(request: Request, document: Any, status: int, headers: dict[Any, Any] | None) -> dict:
     response = request.response
     response.status_code = status
     if headers:
@@ -171,7 +174,7 @@ def _respond(request, document, status: int, headers: dict | None) -> dict:
     return document
 
 
-def item(request, entity, *, status: int = 200, headers: dict | None = None, linkage: Iterable[str] = ()):
+def item(request: Request, entity: Any, *, status: int = 200, headers: dict[Any, Any] | None = None, linkage: Iterable[str] = ()) -> Any:
     """A document whose primary data is ``entity`` (``include`` and ``fields`` apply).
     ``linkage``: relationships whose ``data`` is shown even when not included."""
     definition = _definition(request, entity)
@@ -179,7 +182,7 @@ def item(request, entity, *, status: int = 200, headers: dict | None = None, lin
     return _respond(request, resource_document(request, plan, definition, entity, tuple(linkage)), status, headers)
 
 
-def created(request, entity, *, linkage: Iterable[str] = ()):
+def created(request: Request, entity: Any, *, linkage: Iterable[str] = ()) -> Any:
     """201 with ``Location`` and the document of the new ``entity`` (flush first, so it has an id)."""
     request.dbsession.flush()
     definition = _definition(request, entity)
@@ -189,7 +192,7 @@ def created(request, entity, *, linkage: Iterable[str] = ()):
     return _respond(request, document, 201, {"Location": location})
 
 
-def collection(request, entities: list, *, status: int = 200, definition=None):
+def collection(request: Request, entities: list[Any], *, status: int = 200, definition: Any = None) -> Any:
     """A document whose primary data is ``entities`` (all of one type, in this order;
     ``include`` and ``fields`` apply). ``definition`` is needed only when ``entities`` is empty
     and the context is not the type's collection or item."""
@@ -199,7 +202,7 @@ def collection(request, entities: list, *, status: int = 200, definition=None):
     return _respond(request, page_document(request, plan, Loaded(definition, list(entities))), status, None)
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """The ``jsonapi_model`` view predicate and the ``add_jsonapi_operation`` directive."""
     config.add_view_predicate("jsonapi_model", ResourceModelPredicate)
     config.add_directive("add_jsonapi_operation", add_jsonapi_operation)

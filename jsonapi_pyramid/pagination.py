@@ -22,12 +22,14 @@ import datetime as dt
 import hashlib
 import hmac
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import orjson
+from pyramid.request import Request
 from sqlalchemy import and_, false, or_
 
 from .errors import BadRequest, error_object
@@ -62,7 +64,7 @@ _SIGNATURE_BYTES = 16
 
 # -- negotiation and errors ------------------------------------------------------------------------
 
-def profile_requested(request) -> bool:
+def profile_requested(request: Request) -> bool:
     """Whether an ``Accept`` entry for the JSON:API media type asks for the cursor profile
     (``application/vnd.api+json; profile="<uri> ..."``): the way to start a cursor walk."""
     accept = request.headers.get("Accept", "")
@@ -79,7 +81,7 @@ def profile_requested(request) -> bool:
     return False
 
 
-def _profile_error(kind: str, detail: str, parameter: str, meta: dict | None = None) -> BadRequest:
+def _profile_error(kind: str, detail: str, parameter: str, meta: dict[Any, Any] | None = None) -> BadRequest:
     error = error_object(400, "Bad Request", detail, parameter=parameter, code=kind, meta=meta)
     error["links"] = {"type": ERROR_TYPES[kind]}
     return BadRequest(detail, errors=[error])
@@ -91,7 +93,7 @@ def max_size_error(parameter: str, maximum: int) -> BadRequest:
                           {"page": {"maxSize": maximum}})
 
 
-def check_cursor_sort(definition, sort) -> None:
+def check_cursor_sort(definition: Any, sort: Any) -> None:
     """Cursor pages sort on the resource's own attributes whose values a cursor can carry; any
     other sort answers the profile's unsupported-sort error (page pagination serves it)."""
     for key in sort:
@@ -107,7 +109,7 @@ def check_cursor_sort(definition, sort) -> None:
                                  "use page[number] for this sort.", "sort")
 
 
-def is_count_key(definition, path: tuple) -> bool:
+def is_count_key(definition: Any, path: tuple[Any, ...]) -> bool:
     """Whether a sort ``path`` is ``<to-many relationship>.count`` (the number of visible members)."""
     if len(path) != 2 or path[1] != "count":
         return False
@@ -125,7 +127,7 @@ class OrderKey:
     descending: bool = False
     nullable: bool = False
 
-    def clause(self, reverse: bool = False):
+    def clause(self, reverse: bool = False) -> Any:
         descending = self.descending != reverse
         term = self.column.desc() if descending else self.column.asc()
         if self.nullable:
@@ -133,29 +135,30 @@ class OrderKey:
             term = term.nulls_first() if reverse else term.nulls_last()
         return term
 
-    def later(self, value):
+    def later(self, value: Any) -> Any:
         """Rows strictly after ``value`` in this key's order (None: no row can be)."""
         if value is None:
             return None  # NULLs come last
         beyond = self.column < value if self.descending else self.column > value
         return or_(beyond, self.column.is_(None)) if self.nullable else beyond
 
-    def earlier(self, value):
+    def earlier(self, value: Any) -> Any:
         """Rows strictly before ``value`` in this key's order."""
         if value is None:
             return self.column.is_not(None)
         return self.column > value if self.descending else self.column < value
 
-    def equal(self, value):
+    def equal(self, value: Any) -> Any:
         return self.column.is_(None) if value is None else self.column == value
 
 
-def keyset_criterion(keys: list[OrderKey], values, *, after: bool, inclusive: bool = False):
+def keyset_criterion(keys: list[OrderKey], values: Any, *, after: bool, inclusive: bool = False) -> Any:
     """Rows after (or before) the position ``values`` of the sort ``keys``: the row-value
     comparison ``(k1, k2, ...) > (v1, v2, ...)`` written as an OR of AND chains, so that it works
     on every database, with per-key directions and NULLs. ``inclusive`` also takes the row at the
     position itself."""
-    clauses, prefix = [], []
+    clauses: list[Any] = []
+    prefix: list[Any] = []
     for key, value in zip(keys, values):
         beyond = key.later(value) if after else key.earlier(value)
         if beyond is not None:
@@ -176,7 +179,7 @@ def keyset_criterion(keys: list[OrderKey], values, *, after: bool, inclusive: bo
 
 # -- cursors -----------------------------------------------------------------------------------------
 
-def _dump_value(value):
+def _dump_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -194,11 +197,11 @@ def _dump_value(value):
     raise TypeError(f"a cursor cannot carry {type(value).__name__}")
 
 
-_LOADERS = {"f": float, "n": Decimal, "t": dt.datetime.fromisoformat, "d": dt.date.fromisoformat,
+_LOADERS: dict[str, Callable[[str], Any]] = {"f": float, "n": Decimal, "t": dt.datetime.fromisoformat, "d": dt.date.fromisoformat,
             "h": dt.time.fromisoformat, "u": uuid.UUID}
 
 
-def _load_value(value):
+def _load_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     tag, text = value  # a list of two, else ValueError
@@ -217,7 +220,7 @@ class CursorCodec:
     """Signs and checks the cursors of one collection read. The signature covers ``scope`` (URL
     path, sort, filters), so a cursor is only good where it was made."""
 
-    def __init__(self, secret: str, scope: str):
+    def __init__(self, secret: str, scope: str) -> None:
         self._key = hashlib.sha256(secret.encode("utf-8")).digest()
         self._scope = scope.encode("utf-8")
 
@@ -225,14 +228,14 @@ class CursorCodec:
         mac = hmac.new(self._key, self._scope + b"\x00" + payload.encode("ascii"), hashlib.sha256)
         return _b64(mac.digest()[:_SIGNATURE_BYTES])
 
-    def encode(self, values, inclusive: bool = False) -> str:
-        body = {"k": [_dump_value(v) for v in values]}
+    def encode(self, values: Any, inclusive: bool = False) -> str:
+        body: dict[str, Any] = {"k": [_dump_value(v) for v in values]}
         if inclusive:
             body["i"] = 1
         payload = _b64(orjson.dumps(body))
         return f"{payload}.{self._sign(payload)}"
 
-    def decode(self, raw: str, parameter: str, n_keys: int) -> tuple[tuple, bool]:
+    def decode(self, raw: str, parameter: str, n_keys: int) -> tuple[tuple[Any, ...], bool]:
         """(values, inclusive) of a cursor this codec made; anything else is a 400."""
         problem = BadRequest(f"{parameter!r} is not a cursor of this collection with this sort and these "
                              "filters; follow the links of a previous page.", parameter=parameter)
@@ -256,7 +259,7 @@ class CursorCodec:
         return values, inclusive
 
 
-def cursor_scope(request, plan) -> str:
+def cursor_scope(request: Request, plan: Any) -> str:
     """What a cursor is bound to: the collection's URL path, the sort and the filter parameters."""
     sort = ",".join(("-" if key.descending else "") + ".".join(key.path) for key in plan.sort)
     filters = sorted((name, value) for name, value in request.GET.items() if name.startswith("filter"))
@@ -270,13 +273,13 @@ class CursorPage:
     """The profile's part of a document: pagination links, pagination metadata (the ``page``
     member of the top-level ``meta``) and one item cursor per row (``meta.page.cursor``)."""
 
-    links: dict
-    meta: dict = field(default_factory=dict)
-    item_cursors: list = field(default_factory=list)
+    links: dict[Any, Any]
+    meta: dict[Any, Any] = field(default_factory=dict)
+    item_cursors: list[Any] = field(default_factory=list)
     profile: str = PROFILE
 
 
-def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: int, read=None):
+def load_cursor_page(request: Request, statement: Any, keys: list[OrderKey], plan: Any, n_leading: int, read: Any = None) -> Any:
     """Run one keyset page of ``statement`` (unordered; its first ``n_leading`` columns are what
     the caller wants, the sort key values follow). Returns (rows of the leading columns, CursorPage);
     with ``read`` (statement -> rows, such as ``loading.read_records``) the whole rows it returns."""
@@ -317,12 +320,12 @@ def load_cursor_page(request, statement, keys: list[OrderKey], plan, n_leading: 
     return rows, CursorPage(links, meta, cursors)
 
 
-def cursor_links(request, prev_cursor: str | None, next_cursor: str | None) -> dict:
+def cursor_links(request: Request, prev_cursor: str | None, next_cursor: str | None) -> dict[Any, Any]:
     """``first`` (no cursor), ``prev`` and ``next``; every link keeps the other parameters."""
     base = request.path_url
     kept = [(k, v) for k, v in request.GET.items() if k not in {"page[number]", "page[after]", "page[before]"}]
 
-    def link(extra):
+    def link(extra: Any) -> Any:
         query = urlencode(kept + extra, quote_via=quote, safe="[],.-")
         return f"{base}?{query}" if query else base
 

@@ -24,6 +24,9 @@ Atomic operations carry their tags in ``meta.ifMatch`` (CONTRACT.md section 8).
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
 from sqlalchemy import update
 from sqlalchemy.exc import InvalidRequestError
 
@@ -41,7 +44,7 @@ class PreconditionRequired(JsonApiError):
     status, title = 428, "Precondition Required"
 
 
-def lock_row(request, definition, entity) -> bool:
+def lock_row(request: Request, definition: Any, entity: Any) -> bool:
     """Lock ``entity``'s row until the transaction ends and re-read it (see the module's text).
     False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
     session = request.dbsession
@@ -59,7 +62,7 @@ def lock_row(request, definition, entity) -> bool:
     return True
 
 
-def check_if_match(request, definition, entity) -> None:
+def check_if_match(request: Request, definition: Any, entity: Any) -> None:
     """The precondition of a write to ``entity`` (a resource or one of its relationships).
 
     No ``If-Match``: nothing to do (428 when the type requires it). Otherwise the row is locked,
@@ -74,12 +77,12 @@ def check_if_match(request, definition, entity) -> None:
     check_tag(request, definition, entity, header)
 
 
-def check_tag(request, definition, entity, header: str, *, pointer: str | None = None) -> None:
+def check_tag(request: Request, definition: Any, entity: Any, header: str, *, pointer: str | None = None) -> None:
     """Lock ``entity``'s row and compare ``header`` (entity tags) with its current ``ETag``: 412
     on a mismatch. ``pointer``: where the tags came from in a document (atomic operations), if
     not from the ``If-Match`` header."""
     tags = parse_entity_tags(header)
-    where = {"pointer": pointer} if pointer is not None else {"header": "If-Match"}
+    where: dict[str, Any] = {"pointer": pointer} if pointer is not None else {"header": "If-Match"}
     if not lock_row(request, definition, entity):
         # No current representation: the condition is false, even for "*" (RFC 9110 13.1.1).
         raise PreconditionFailed(f"The {definition.type} resource was deleted meanwhile.", **where)
@@ -91,7 +94,7 @@ def check_tag(request, definition, entity, header: str, *, pointer: str | None =
             "read it again and reapply the change.", **where)
 
 
-def if_match_check(request, write) -> None:
+def if_match_check(request: Request, write: Any) -> None:
     """The write check (``writes``: ``config.add_jsonapi_write_check``) of every write to an
     existing resource: its update or removal, and every change to one of its relationships.
 

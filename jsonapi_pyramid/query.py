@@ -11,7 +11,9 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, cast
+
+from pyramid.request import Request
 
 from .acl import check_restricted_path
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
@@ -76,16 +78,16 @@ class Page:
 
 @dataclass
 class QueryPlan:
-    include: dict = field(default_factory=dict)  # include tree: name -> subtree
+    include: dict[Any, Any] = field(default_factory=dict)  # include tree: name -> subtree
     include_given: bool = False
-    fields: dict[str, frozenset] = field(default_factory=dict)  # type -> names
-    metas: dict[str, tuple] = field(default_factory=dict)  # type -> meta field names
+    fields: dict[str, frozenset[Any]] = field(default_factory=dict)  # type -> names
+    metas: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # type -> meta field names
     sort: list[SortKey] = field(default_factory=list)
     #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
-    filters: list = field(default_factory=list)
+    filters: list[Any] = field(default_factory=list)
     page: Page | None = None
     #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
-    include_pages: dict = field(default_factory=dict)
+    include_pages: dict[Any, Any] = field(default_factory=dict)
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -93,7 +95,7 @@ class QueryPlan:
     def include_paths(self) -> list[str]:
         paths = []
 
-        def walk(tree, prefix):
+        def walk(tree: Any, prefix: Any) -> None:
             for name, sub in tree.items():
                 paths.append(prefix + name)
                 walk(sub, prefix + name + ".")
@@ -102,7 +104,7 @@ class QueryPlan:
         return paths
 
 
-def query_parameters(request) -> list[tuple[str, str, str, str | None, str | None]]:
+def query_parameters(request: Request) -> list[tuple[str, str, str, str | None, str | None]]:
     """The JSON:API query parameters of ``request``: ``(name, value, family, key, op)`` for each
     (``key`` and ``op`` are None for ``filter``, whose bracketed keys ``filter_syntax`` reads).
 
@@ -117,7 +119,8 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
         items = list(request.GET.items())
     except UnicodeDecodeError:
         raise BadRequest("The query string is not valid UTF-8.", parameter="query") from None
-    parameters, seen = [], set()
+    parameters: list[tuple[str, str, str, str | None, str | None]] = []
+    seen: set[str] = set()
     for name, value in items:
         if name in seen:
             raise BadRequest(f"Parameter {name!r} is given more than once.", parameter=name)
@@ -151,7 +154,7 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
     return parameters
 
 
-def parse_query(request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
+def parse_query(request: Request, definition: ResourceDefinition, *, collection: bool) -> QueryPlan:
     """Parse ``request.GET`` for a read whose primary data is of ``definition``'s type.
 
     ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
@@ -162,7 +165,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     plan = QueryPlan()
     page_values = {}
     filter_items: list[tuple[str, str]] = []
-    include_page_values: dict[str, dict] = {}
+    include_page_values: dict[str, dict[Any, Any]] = {}
     for name, value, family, key, op in query_parameters(request):
         if family == "page" and op is not None:  # page[<include path>][size|number]: any read
             include_page_values.setdefault(key, {})[op] = (name, value)
@@ -177,6 +180,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
             plan.include_given = True
         elif family == "fields":
+            assert key is not None  # query_parameters: fields[<type>]
             target = _known_type(registry, key, name)
             names = _split(value, name, allow_empty=True)
             allowed = set(target.attributes) | set(target.relationships.names())
@@ -185,6 +189,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
                     raise BadRequest(f"{key!r} has no field {field_name!r}.", parameter=name)
             plan.fields[key] = frozenset(names)
         elif family == "meta":
+            assert key is not None  # query_parameters: meta[<type>]
             _known_type(registry, key, name)
             plan.metas[key] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
         elif family == "sort":
@@ -208,7 +213,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     return plan
 
 
-def strict_parameters_tween_factory(handler, registry):
+def strict_parameters_tween_factory(handler: Any, registry: Any) -> Any:
     """Check the query parameter names of every request under the API root (``query_parameters``)
     before anything else runs: traversal (which loads rows), authorization, views, custom
     operations. A tween rather than a view deriver or a check per view: it is one place that no
@@ -216,7 +221,7 @@ def strict_parameters_tween_factory(handler, registry):
     answers) can miss, and a bad request costs no SQL."""
     prefix = "/" + registry.jsonapi.settings["root_name"]
 
-    def strict_parameters_tween(request):
+    def strict_parameters_tween(request: Request) -> Any:
         path = request.path_info
         if request.query_string and (path == prefix or path.startswith(prefix + "/")):
             query_parameters(request)
@@ -225,11 +230,11 @@ def strict_parameters_tween_factory(handler, registry):
     return strict_parameters_tween
 
 
-def _known_type(registry, type_name: str, parameter: str) -> ResourceDefinition:
+def _known_type(registry: Any, type_name: str, parameter: str) -> ResourceDefinition:
     target = registry.get(type_name)
     if target is None:
         raise BadRequest(f"Unknown resource type {type_name!r}.", parameter=parameter)
-    return target
+    return cast("ResourceDefinition", target)
 
 
 def _split(value: str, parameter: str, allow_empty: bool = False) -> list[str]:
@@ -243,8 +248,8 @@ def _split(value: str, parameter: str, allow_empty: bool = False) -> list[str]:
     return parts
 
 
-def _parse_include(registry, definition, value, max_depth: int, max_paths: int) -> dict:
-    tree: dict = {}
+def _parse_include(registry: Any, definition: Any, value: Any, max_depth: int, max_paths: int) -> dict[Any, Any]:
+    tree: dict[Any, Any] = {}
     paths = _split(value, "include")
     if len(paths) > max_paths:
         raise BadRequest(f"At most {max_paths} include paths are allowed.", parameter="include")
@@ -262,8 +267,8 @@ def _parse_include(registry, definition, value, max_depth: int, max_paths: int) 
     return tree
 
 
-def _parse_sort(definition, value, parameter) -> list[SortKey]:
-    keys = {}
+def _parse_sort(definition: Any, value: Any, parameter: Any) -> list[SortKey]:
+    keys: dict[Any, Any] = {}
     for item in _split(value, parameter):
         descending = item.startswith("-")
         path = item[1:] if descending else item
@@ -273,7 +278,7 @@ def _parse_sort(definition, value, parameter) -> list[SortKey]:
     return list(keys.values())
 
 
-def _parse_page(values: dict, settings, profile: bool = False) -> Page:
+def _parse_page(values: dict[Any, Any], settings: Any, profile: bool = False) -> Page:
     # A range request (page[after] and page[before]) defaults to the maximum size (cursor profile).
     ranged = "after" in values and "before" in values
     page = Page(size=settings["max_page_size" if ranged else "default_page_size"], profile=profile)
@@ -300,7 +305,7 @@ def _parse_page(values: dict, settings, profile: bool = False) -> Page:
 
 # -- filters -----------------------------------------------------------------------------------
 
-def _parse_filter(registry, definition, parameter, key, op, raw) -> FilterTerm:
+def _parse_filter(registry: Any, definition: Any, parameter: Any, key: Any, op: Any, raw: Any) -> FilterTerm:
     operator = op if op is not None else "eq"
     if operator not in FILTER_OPERATORS:
         raise BadRequest(f"Unknown filter operator {operator!r}; use one of {', '.join(FILTER_OPERATORS)}.", parameter=parameter)
@@ -324,7 +329,7 @@ def _parse_filter(registry, definition, parameter, key, op, raw) -> FilterTerm:
     return FilterTerm(parameter, path, operator, _parse_value(raw, column_type, parse_id, parameter, kind))
 
 
-def _terminal(definition, path):
+def _terminal(definition: Any, path: Any) -> Any:
     """(``schema.column_kind``, column type, id parser) of the last element of a filter path.
 
     A path ending in a relationship compares the related id: the id parser is returned.
@@ -353,7 +358,7 @@ def _parse_bool(raw: str, parameter: str) -> bool:
     raise BadRequest(f"{parameter!r} must be true or false.", parameter=parameter)
 
 
-def _parse_value(raw: str, column_type, parse_id, parameter: str, kind: str | None = None):
+def _parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind: str | None = None) -> Any:
     """``raw`` as a value of the column (``kind``: its ``schema.column_kind``, when known)."""
     if kind is None:
         kind = column_kind(column_type)

@@ -28,6 +28,7 @@ sides, and every fact about the mapping the loaders, validators and the OpenAPI 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
@@ -44,7 +45,7 @@ class Relationship:
 
     many: bool = False
 
-    def __init__(self, name: str, target: type, property: str | None = None, mapped_by: str | None = None):
+    def __init__(self, name: str, target: type, property: str | None = None, mapped_by: str | None = None) -> None:
         self.name = name
         self.target = target
         self.property = property or name
@@ -52,8 +53,8 @@ class Relationship:
         # Filled by resolve():
         self.owner = None  # ResourceDefinition holding this declaration
         self.target_definition = None  # ResourceDefinition of ``target``
-        self.prop: RelationshipProperty | None = None
-        self.inverse: RelationshipProperty | None = None
+        self.prop: RelationshipProperty[Any] | None = None
+        self.inverse: RelationshipProperty[Any] | None = None
         # Facts about the mapping (the module's table), filled by resolve():
         self.nullable = True
         self.local_fk = None
@@ -62,7 +63,7 @@ class Relationship:
         self.required_on_create = False
         self.unique = False
         self.members_stay_linked = False
-        self.kept_parent_id: tuple = (None, None)
+        self.kept_parent_id: tuple[Any, ...] = (None, None)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} -> {self.target.__name__}>"
@@ -71,7 +72,7 @@ class Relationship:
     def kind(self) -> str:
         return "to-many" if self.many else "to-one"
 
-    def resolve(self, owner, registry) -> None:
+    def resolve(self, owner: Any, registry: Any) -> None:
         """Bind the declaration to the mapper; raise ``ConfigurationError`` naming the culprit."""
         model = owner.model
         where = f"{model.__name__}.relationships(): {self.kind} {self.name!r}"
@@ -102,7 +103,7 @@ class Relationship:
             self.inverse = self._resolve_mapped_by(where)
         self._resolve_facts(where, owner)
 
-    def _resolve_facts(self, where: str, owner) -> None:
+    def _resolve_facts(self, where: str, owner: Any) -> None:
         prop = self.prop
         pairs = prop.local_remote_pairs
         if prop.direction is MANYTOONE:
@@ -123,7 +124,7 @@ class Relationship:
                 self.nullable = members_nullable
         self.kept_parent_id = self._kept_parent_id(owner)
 
-    def _kept_parent_id(self, owner) -> tuple:
+    def _kept_parent_id(self, owner: Any) -> tuple[Any, ...]:
         """(column holding the owner's id on the target side, (association table, its join to the
         target) or None), when the relationship is joined on exactly ``owner.id = that column``:
         a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
@@ -140,7 +141,7 @@ class Relationship:
             return kept, None
         return None, None
 
-    def _resolve_mapped_by(self, where: str) -> RelationshipProperty:
+    def _resolve_mapped_by(self, where: str) -> RelationshipProperty[Any]:
         target_mapper = inspect(self.target)
         name = self.mapped_by
         declared = self.target_definition.relationships.get(name)
@@ -165,7 +166,7 @@ class ToOneRelationship(Relationship):
     many = False
 
     @classmethod
-    def create(cls, name: str, target: type, property: str | None = None, mapped_by: str | None = None):
+    def create(cls, name: str, target: type[Any], property: str | None = None, mapped_by: str | None = None) -> Any:
         return cls(name, target, property=property, mapped_by=mapped_by)
 
 
@@ -176,14 +177,14 @@ class ToManyRelationship(Relationship):
     many = True
 
     @classmethod
-    def create(cls, name: str, target: type, mapped_by: str, property: str | None = None):
+    def create(cls, name: str, target: type[Any], mapped_by: str, property: str | None = None) -> Any:
         return cls(name, target, property=property, mapped_by=mapped_by)
 
 
 class RelationshipsCollection:
     """The declared relationships of one resource type, by name. An empty collection is allowed."""
 
-    def __init__(self, *relationships: Relationship):
+    def __init__(self, *relationships: Relationship) -> None:
         self._by_name: dict[str, Relationship] = {}
         for relationship in relationships:
             if relationship.name in self._by_name:

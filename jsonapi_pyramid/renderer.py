@@ -10,6 +10,8 @@ Timestamps: naive datetimes are taken as UTC and written in ISO 8601 with ``Z``
 """
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from pyramid.response import Response
 
@@ -19,16 +21,16 @@ MEDIA_TYPE = "application/vnd.api+json"
 _OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 
 
-def _default(value):
+def _default(value: Any) -> Any:
     # Decimal and other exotic scalars: their string form (JSON:API has no decimal type).
     return str(value)
 
 
-def dumps(document) -> bytes:
+def dumps(document: Any) -> bytes:
     return orjson.dumps(document, default=_default, option=_OPTIONS)
 
 
-def _content_type(document) -> str:
+def _content_type(document: Any) -> str:
     profiles = document.get("jsonapi", {}).get("profile") if isinstance(document, dict) else None
     if profiles:
         # JSON:API 1.1: the profiles applied to a document are named in the media type too.
@@ -40,10 +42,10 @@ class JsonApiRenderer:
     """The ``jsonapi`` renderer: a document -> its bytes under the JSON:API media type (with the
     document's profiles); ``None`` -> no body and no ``Content-Type``."""
 
-    def __init__(self, info):
+    def __init__(self, info: Any) -> None:
         self.info = info
 
-    def __call__(self, value, system) -> bytes:
+    def __call__(self, value: Any, system: Any) -> bytes:
         response = system["request"].response
         if value is None:
             del response.content_type
@@ -52,7 +54,7 @@ class JsonApiRenderer:
         return dumps(value)
 
 
-def json_response(document, status: int = 200, headers=None, content_type: str = MEDIA_TYPE) -> Response:
+def json_response(document: Any, status: int = 200, headers: Any = None, content_type: str = MEDIA_TYPE) -> Response:
     """A response carrying ``document`` as JSON:API; ``document=None`` gives an empty body."""
     response = Response(status=status, headerlist=[])
     if document is not None:

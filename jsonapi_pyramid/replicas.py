@@ -22,7 +22,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import Any, cast
 
+from pyramid.request import Request
 from sqlalchemy import engine_from_config, text
 from sqlalchemy.exc import DBAPIError
 
@@ -41,7 +43,7 @@ _COMMITTED = "jsonapi.committed"
 _POLL_SECONDS = 0.01
 
 
-def read_engine(settings):
+def read_engine(settings: Any) -> Any:
     """The replicas' engine (``db.read_url`` with the ``sqlalchemy.*`` pool settings), or None."""
     url = (settings.get("db.read_url") or "").strip()
     if not url:
@@ -51,22 +53,22 @@ def read_engine(settings):
     return engine
 
 
-def note_commit(session) -> None:
+def note_commit(session: Any) -> None:
     """Session ``after_commit``: the request's answer will carry the primary's WAL position."""
     request = session.info.get("request")
     if request is not None:
         request.environ[_COMMITTED] = True
 
 
-def requested_position(request) -> str | None:
+def requested_position(request: Request) -> str | None:
     """The WAL position a read must see (header first, then cookie), when well-formed."""
     value = request.headers.get(POSITION_HEADER) or request.cookies.get(POSITION_COOKIE)
     if value and _LSN.match(value.strip().upper()):
-        return value.strip().upper()
+        return cast("str | None", value.strip().upper())
     return None
 
 
-def read_connection(request, read_engine, wait: float):
+def read_connection(request: Request, read_engine: Any, wait: float) -> Any:
     """A replica connection for this read, or None to use the primary.
 
     None when the replica does not answer, or has not replayed the request's position within
@@ -90,7 +92,7 @@ def read_connection(request, read_engine, wait: float):
     return None
 
 
-def _caught_up(connection, position: str, wait: float) -> bool:
+def _caught_up(connection: Any, position: str, wait: float) -> bool:
     # NULL on a primary (the replica port may lead to one during a failover): it has it all.
     statement = text("SELECT coalesce(pg_last_wal_replay_lsn() >= CAST(:position AS pg_lsn), true)")
     deadline = time.monotonic() + wait
@@ -102,11 +104,11 @@ def _caught_up(connection, position: str, wait: float) -> bool:
         time.sleep(_POLL_SECONDS)
 
 
-def position_tween_factory(handler, registry):
+def position_tween_factory(handler: Any, registry: Any) -> Any:
     """Over pyramid_tm: a write that committed answers the primary's WAL position."""
     engine = registry["db.engine"]
 
-    def position_tween(request):
+    def position_tween(request: Request) -> Any:
         request.environ.pop(_COMMITTED, None)
         response = handler(request)
         if request.environ.get(_COMMITTED) and response.status_code < 400:
@@ -120,10 +122,10 @@ def position_tween_factory(handler, registry):
     return position_tween
 
 
-def _primary_position(engine) -> str | None:
+def _primary_position(engine: Any) -> str | None:
     try:
         with engine.connect() as connection:
-            return connection.execute(text("SELECT CAST(pg_current_wal_insert_lsn() AS text)")).scalar()
+            return cast("str | None", connection.execute(text("SELECT CAST(pg_current_wal_insert_lsn() AS text)")).scalar())
     except DBAPIError as exc:  # the write is committed and answered; only the hint is lost
         log.warning("could not read the primary's WAL position: %s", exc.__class__.__name__)
         return None

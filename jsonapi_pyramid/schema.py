@@ -20,8 +20,9 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
+from pyramid.request import Request
 from sqlalchemy import inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
@@ -48,7 +49,7 @@ _KINDS = (
 CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string"))
 
 
-def column_kind(column_type) -> str:
+def column_kind(column_type: Any) -> str:
     """The one dispatch on column types: ``integer``, ``number``, ``boolean``, ``datetime``,
     ``date``, ``time``, ``uuid``, ``enum``, ``string`` or ``other``."""
     for sql_type, kind in _KINDS:
@@ -76,12 +77,12 @@ class Field:
     nullable: bool
 
     @property
-    def column_type(self):
+    def column_type(self) -> Any:
         """The SQL type filters, sorts and the OpenAPI document read (``sql_type``)."""
         return self.sql_type
 
 
-def attribute_sql(model, attribute: str):
+def attribute_sql(model: Any, attribute: str) -> Any:
     """(SQL expression, its type) of a mapped attribute that SQL can compute: a column, a
     ``column_property``, or a ``hybrid_property`` whose class-level side is a SQL expression
     (its ``.expression``, or a getter that works on the class). None for anything else (a plain
@@ -102,7 +103,7 @@ def attribute_sql(model, attribute: str):
     return (expression, clause.type) if isinstance(clause, ColumnElement) else None
 
 
-def build_fields(model, transformer_class) -> dict[str, Field]:
+def build_fields(model: Any, transformer_class: Any) -> dict[str, Field]:
     """The ``Field`` of every attribute ``transformer_class`` shows, by JSON name."""
     mapper = inspect(model)
     fields = {}
@@ -128,23 +129,23 @@ class Readers:
     ``__dict__`` in one C call when every name is a loaded column attribute. Keyed by the
     transformer class as well: its ``attribute_map`` decides which column a name reads."""
 
-    def __init__(self, model, transformer_class, record_layout: tuple[str, ...]):
+    def __init__(self, model: Any, transformer_class: Any, record_layout: tuple[str, ...]) -> None:
         self.model = model
         self.transformer_class = transformer_class
         #: JSON name -> position in a record of this type
         self.positions = {name: 1 + index for index, name in enumerate(record_layout)}
-        self._records: dict = {}
-        self._instances: dict = {}
+        self._records: dict[Any, Any] = {}
+        self._instances: dict[Any, Any] = {}
 
-    def record(self, transformer_class, names: tuple) -> Callable[[Any], tuple]:
+    def record(self, transformer_class: Any, names: tuple[Any, ...]) -> Callable[[Any], tuple[Any, ...]]:
         """The reader of the values of ``names`` from a record, in that order (one C call)."""
         key = (transformer_class, names)
         reader = self._records.get(key)
         if reader is None:
             reader = self._records.setdefault(key, self._record_reader(transformer_class, names))
-        return reader
+        return cast("Callable[[Any], tuple[Any, ...]]", reader)
 
-    def _record_reader(self, transformer_class, names: tuple):
+    def _record_reader(self, transformer_class: Any, names: tuple[Any, ...]) -> Any:
         positions = self.positions
         if transformer_class is not self.transformer_class or any(name not in positions for name in names):
             keys = tuple(transformer_class.entity_attribute(name) for name in names)
@@ -156,7 +157,7 @@ class Readers:
             return lambda record: (record[only],)
         return itemgetter(*(positions[name] for name in names))
 
-    def instance(self, transformer_class, entity, names: tuple) -> tuple:
+    def instance(self, transformer_class: Any, entity: Any, names: tuple[Any, ...]) -> tuple[Any, ...]:
         """The values of ``names`` from a mapped instance (or any object), in that order."""
         entity_class = type(entity)
         key = (transformer_class, entity_class, names)
@@ -167,14 +168,14 @@ class Readers:
         if fast is not None:
             # KeyError: an attribute not loaded (expired or deferred): read it the ORM's way.
             with contextlib.suppress(KeyError):
-                return fast(entity.__dict__)
-        return slow(entity)
+                return cast("tuple[Any, ...]", fast(entity.__dict__))
+        return cast("tuple[Any, ...]", slow(entity))
 
     @staticmethod
-    def _instance_reader(transformer_class, entity_class, names: tuple):
+    def _instance_reader(transformer_class: Any, entity_class: Any, names: tuple[Any, ...]) -> Any:
         keys = tuple(transformer_class.entity_attribute(name) for name in names)
 
-        def slow(entity):
+        def slow(entity: Any) -> Any:
             return tuple(getattr(entity, key) for key in keys)
 
         mapper = inspect(entity_class, raiseerr=False)
@@ -195,7 +196,7 @@ _VISIBILITY = "jsonapi_visibility"
 _READS = "jsonapi_statement_reads"
 
 
-def visibility_of(request, definition):
+def visibility_of(request: Request, definition: Any) -> Any:
     """``definition.visible(request)``, asked once per request (every statement of a request holds
     the same criterion object) and noted as read when a statement is being built."""
     state = request.__dict__
@@ -229,13 +230,13 @@ class StatementCache:
     gets its statements reused; one that builds a new criterion per request just never hits. The
     cache holds the criteria, so their ids stay theirs; it is emptied at ``size`` entries."""
 
-    def __init__(self, size: int = 512):
+    def __init__(self, size: int = 512) -> None:
         self.size = size
-        self._entries: dict = {}
+        self._entries: dict[Any, Any] = {}
         #: structural key -> the definitions whose visibility its statement holds, in order
-        self._reads: dict = {}
+        self._reads: dict[Any, Any] = {}
 
-    def get(self, request, key: tuple, build: Callable[[], Any]):
+    def get(self, request: Request, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
         """The statement for ``key`` and the caller's visibility criteria, built by ``build()``
         the first time."""
         outer = request.__dict__.get(_READS)

@@ -26,10 +26,11 @@ import enum
 import hashlib
 import hmac
 from collections.abc import Callable
+from typing import Any, cast
 
 from pyramid.authorization import ALL_PERMISSIONS, ACLHelper, Allow, Authenticated, Deny, Everyone
 from pyramid.interfaces import ISecurityPolicy
-from pyramid.request import RequestLocalCache
+from pyramid.request import Request, RequestLocalCache
 
 # ACL-writing helpers: they live in ``acl``, importable from here as well (public API).
 from .acl import linkage_ids, sent_data, sent_linkage
@@ -79,7 +80,7 @@ DEFAULT_ROOT_ACL = [(Allow, Everyone, Permission.VIEW)]
 DENY_ALL = (Deny, Everyone, ALL_PERMISSIONS)
 
 
-def user_principal(user_id) -> str:
+def user_principal(user_id: Any) -> str:
     """The principal of one user: ``user:<id>``."""
     return f"user:{user_id}"
 
@@ -89,7 +90,7 @@ def role_principal(name: str) -> str:
     return f"role:{name}"
 
 
-def identity_principals(identity) -> list[str]:
+def identity_principals(identity: Any) -> list[str]:
     """The principals of an identity (None for an anonymous caller): the one place they are built."""
     if identity is None:
         return [Everyone]
@@ -110,7 +111,7 @@ def secrets_match(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
-def bearer_secret(request) -> str | None:
+def bearer_secret(request: Request) -> str | None:
     """The secret of an ``Authorization: Bearer <secret>`` header; "" when the header is there
     but is not a usable bearer credential; None when there is no header."""
     header = request.headers.get("Authorization")
@@ -120,7 +121,7 @@ def bearer_secret(request) -> str | None:
     secret = secret.strip()
     if scheme.lower() != "bearer" or not secret or len(secret) > MAX_SECRET_LENGTH or not secret.isprintable():
         return ""
-    return secret
+    return cast("str | None", secret)
 
 
 class BearerTokenPolicy:
@@ -131,48 +132,49 @@ class BearerTokenPolicy:
     request. ``principals(identity)`` (default ``identity_principals``) gives what ACLs match.
     """
 
-    def __init__(self, find_identity: Callable, *, principals: Callable = identity_principals, realm: str = "api"):
+    def __init__(self, find_identity: Callable[..., Any], *, principals: Callable[..., Any] = identity_principals,
+                 realm: str = "api") -> None:
         self.find_identity = find_identity
         self.principals = principals
         self.realm = realm
         self._helper = ACLHelper()
         self._cache = RequestLocalCache(self._load_identity)
 
-    def _load_identity(self, request):
+    def _load_identity(self, request: Request) -> Any:
         secret = bearer_secret(request)
         if not secret:
             return None
         return self.find_identity(request, secret)
 
-    def identity(self, request):
+    def identity(self, request: Request) -> Any:
         return self._cache.get_or_create(request)
 
-    def authenticated_userid(self, request):
+    def authenticated_userid(self, request: Request) -> Any:
         identity = self.identity(request)
         return None if identity is None else str(identity.id)
 
-    def effective_principals(self, request) -> list[str]:
+    def effective_principals(self, request: Request) -> list[str]:
         return list(self.principals(self.identity(request)))
 
-    def permits(self, request, context, permission):
+    def permits(self, request: Request, context: Any, permission: Any) -> Any:
         return self._helper.permits(context, self.effective_principals(request), permission)
 
-    def rejects(self, request) -> bool:
+    def rejects(self, request: Request) -> bool:
         """True when the request carries credentials that do not identify anyone."""
         return bearer_secret(request) is not None and self.identity(request) is None
 
-    def challenge(self) -> dict:
+    def challenge(self) -> dict[Any, Any]:
         """The header of a 401 answer."""
         return {"WWW-Authenticate": f'Bearer realm="{self.realm}"'}
 
-    def remember(self, request, userid, **kw):
+    def remember(self, request: Request, userid: Any, **kw: Any) -> Any:
         return []  # bearer tokens are sent by the client on each request; nothing to set
 
-    def forget(self, request, **kw):
+    def forget(self, request: Request, **kw: Any) -> Any:
         return []
 
 
-def credentials_tween_factory(handler, registry):
+def credentials_tween_factory(handler: Any, registry: Any) -> Any:
     """Answer 401 to any request whose credentials the ``BearerTokenPolicy`` refuses.
 
     Installed by ``config.include("jsonapi_pyramid")``; does nothing unless the application's
@@ -181,7 +183,7 @@ def credentials_tween_factory(handler, registry):
     if not isinstance(policy, BearerTokenPolicy):
         return handler
 
-    def credentials_tween(request):
+    def credentials_tween(request: Request) -> Any:
         if policy.rejects(request):
             raise Unauthorized("The bearer token is invalid, expired or revoked.", headers=policy.challenge())
         return handler(request)

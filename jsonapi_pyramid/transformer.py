@@ -57,8 +57,8 @@ class Transformer:
     #: True: always receive mapped instances (the transformer walks relationships, calls methods...).
     entities: bool = False
 
-    request = None
-    definition = None
+    request: Any = None
+    definition: Any = None
 
     @classmethod
     def entity_attribute(cls, name: str) -> str:
@@ -81,7 +81,7 @@ class Transformer:
             return dict(zip(names, readers.record(type(self), names)(entity)))
         return dict(zip(names, readers.instance(type(self), entity, names)))
 
-    def compute_metas(self, entities: list, fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
+    def compute_metas(self, entities: list[Any], fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
         """Requested meta fields that this transformer makes available: field -> {entity: value}.
         A requested field that is not available is left out (seed 4.4 rule 6)."""
         out = {}

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyramid.config import Configurator
+from pyramid.request import Request
 from sqlalchemy.exc import CircularDependencyError
 
 from .changes import add_members, apply_changes, remove_members, set_relationship
@@ -62,15 +64,15 @@ class Write:
 
     context: Any
     data: Any
-    meta: dict | None = None
+    meta: dict[Any, Any] | None = None
     kind: str = ""
 
     @property
-    def request(self):
+    def request(self) -> Any:
         return self.context.request
 
 
-def add_write_check(config, check: Callable) -> None:
+def add_write_check(config: Configurator, check: Callable[..., Any]) -> None:
     """``config.add_jsonapi_write_check(check)``: run ``check(request, write)`` before every write
     operation (single requests and atomic operations alike)."""
     config.registry.setdefault(_CHECKS, []).append(check)
@@ -83,7 +85,7 @@ def _begin(write: Write, kind: str) -> None:
         check(request, write)
 
 
-def create(write: Write):
+def create(write: Write) -> Any:
     """A new resource of ``write.context.definition`` from a resource object; returns the entity
     (flushed: it has its id)."""
     _begin(write, "create")
@@ -98,7 +100,7 @@ def create(write: Write):
     return entity
 
 
-def update(write: Write):
+def update(write: Write) -> Any:
     """Only the attributes and relationships sent change; returns the entity."""
     _begin(write, "update")
     request, context = write.request, write.context
@@ -153,7 +155,7 @@ def remove_from_many(write: Write) -> None:
     write.request.dbsession.flush()
 
 
-def _flush(request, pointer: str) -> None:
+def _flush(request: Request, pointer: str) -> None:
     """Flush, so that a constraint fails inside the request. Rows that would depend on each other
     in a cycle the database cannot write in any order are the client's links: 422 at ``pointer``."""
     try:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 import orjson
 
 from .document import get_document
 
 
-def main(argv=None) -> int:
+def main(argv: Any = None) -> int:
     """``jsonapi-pyramid-openapi INI``: print the application's OpenAPI document."""
     from pyramid.paster import get_app
 

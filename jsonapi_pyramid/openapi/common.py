@@ -2,6 +2,8 @@
 the security rule (``anonymous_allowed``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import colander
 from pyramid.authorization import ACLHelper, Everyone
 from pyramid.request import Request
@@ -54,7 +56,7 @@ _ASSETS = {
 }
 
 
-def anonymous_allowed(registry, definition, node: str, permission, relationship=None) -> bool | None:
+def anonymous_allowed(registry: Any, definition: Any, node: str, permission: Any, relationship: Any = None) -> bool | None:
     """Does the ACL grant ``permission`` to an anonymous caller on a ``node`` of ``definition``?
 
     ``node`` is ``collection``, ``item``, ``related`` or ``linkage``. The real traversal nodes are
@@ -79,7 +81,7 @@ def anonymous_allowed(registry, definition, node: str, permission, relationship=
         return None
 
 
-def _ref(kind: str, name: str) -> dict:
+def _ref(kind: str, name: str) -> dict[Any, Any]:
     return {"$ref": f"#/components/{kind}/{name}"}
 
 
@@ -92,39 +94,39 @@ def _component_key(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in text)
 
 
-def _document_response(type_name: str, schema: str, description: str) -> dict:
+def _document_response(type_name: str, schema: str, description: str) -> dict[Any, Any]:
     return {"description": description, "content": {MEDIA_TYPE: {"schema": _ref("schemas", _camel(type_name, schema))}}}
 
 
-def members_stay_linked(relationship) -> bool:
+def members_stay_linked(relationship: Any) -> bool:
     """A one-to-many whose members' foreign key cannot be NULL: a member cannot be removed
     (``Relationship.members_stay_linked``)."""
     return relationship.members_stay_linked
 
 
-def _security(public: bool | None) -> list:
+def _security(public: bool | None) -> list[Any]:
     if public is False:
         return [{SECURITY_SCHEME: []}]
     return [{}, {SECURITY_SCHEME: []}]
 
 
-def _doc(function) -> str | None:
+def _doc(function: Any) -> str | None:
     text = (getattr(function, "__doc__", None) or "").strip()
     return " ".join(text.split()) or None
 
 
-def _example_id(definition) -> str:
+def _example_id(definition: Any) -> str:
     return "3fa85f64-5717-4562-b3fc-2c963f66afa6" if definition.id_format == "uuid" else "1"
 
 
-def _attribute_schema_node(definition, kind: str):
+def _attribute_schema_node(definition: Any, kind: str) -> Any:
     """The colander schema of a create or update (an update without its own uses the create's)."""
     if kind == "update" and definition.update_schema is not None:
         return _instance(definition.update_schema)
     return _instance(definition.create_schema)
 
 
-def _instance(schema):
+def _instance(schema: Any) -> Any:
     """A colander schema given as a class or an instance -> an instance (or None)."""
     if schema is None:
         return None

@@ -60,7 +60,7 @@ class ComponentsMixin:
             "anyOf": [_ref("schemas", _camel(d.type, "Resource")) for d in sorted(self.jsonapi.types.values(), key=lambda d: d.type)],
         }
 
-    def _attribute_schema(self, definition, name: str) -> dict:
+    def _attribute_schema(self, definition: Any, name: str) -> dict[Any, Any]:
         sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
         if sql_type is None:
             return {}
@@ -69,18 +69,18 @@ class ComponentsMixin:
             schema["type"] = [schema["type"], "null"]
         return schema
 
-    def _id_schema(self, definition) -> dict:
+    def _id_schema(self, definition: Any) -> dict[Any, Any]:
         if definition.id_format == "integer":
             return {"type": "string", "pattern": "^[0-9]+$", "examples": ["1"]}
         if definition.id_format == "uuid":
             return {"type": "string", "format": "uuid"}
         return {"type": "string"}
 
-    def _writable_names(self, definition) -> tuple[set, set]:
+    def _writable_names(self, definition: Any) -> tuple[set[Any], set]:
         """(names a client may send, as the write path decides; names the transformer shows)."""
         return set(writable_attributes(definition)), set(definition.attributes)
 
-    def _resource_schemas(self, definition) -> None:
+    def _resource_schemas(self, definition: Any) -> None:
         T = definition.type
         accepted, shown = self._writable_names(definition)
         family = [d.type for d in (definition, *definition.subtypes)]  # a polymorphic base's rows: their own types
@@ -115,7 +115,7 @@ class ComponentsMixin:
         for kind in ("create", "update"):
             self._request_schema(definition, kind, accepted, shown)
 
-    def _resource_object_schema(self, definition, attributes: dict, relationships: dict) -> None:
+    def _resource_object_schema(self, definition: Any, attributes: dict[Any, Any], relationships: dict) -> None:
         T = definition.type
         metas = {name: {} for name in definition.available_metas}
         self.schemas[_camel(T, "Resource")] = {
@@ -165,7 +165,7 @@ class ComponentsMixin:
         self.schemas[_camel(T, "ToManyLinkageRequest")] = {
             "type": "object", "properties": {"data": {"type": "array", "items": identifier}}, "required": ["data"]}
 
-    def _attribute_nodes(self, definition) -> dict:
+    def _attribute_nodes(self, definition: Any) -> dict[Any, Any]:
         nodes = {}
         for schema in (definition.update_schema, definition.create_schema):
             node = _instance(schema)
@@ -173,7 +173,7 @@ class ComponentsMixin:
                 nodes.update({child.name: child for child in node.children})
         return nodes
 
-    def _request_schema(self, definition, kind: str, accepted: set, shown: set) -> None:
+    def _request_schema(self, definition: Any, kind: str, accepted: set[Any], shown: set) -> None:
         T = definition.type
         node = _attribute_schema_node(definition, kind)
         if node is not None:
@@ -210,14 +210,14 @@ class ComponentsMixin:
         self.schemas[_camel(T, kind.capitalize(), "Request")] = {
             "type": "object", "properties": {"data": data}, "required": ["data"]}
 
-    def _required_relationships(self, definition) -> list[str]:
+    def _required_relationships(self, definition: Any) -> list[str]:
         """Relationships a create must name: those the write path requires
         (``validation.required_on_create``) that no ``relationship_defaults`` fills in."""
         return [relationship.name for relationship in definition.relationships
                 if required_on_create(relationship) and relationship.name not in definition.relationship_defaults]
 
     # -- examples -------------------------------------------------------------------------------
-    def request_example(self, definition, kind: str) -> dict | None:
+    def request_example(self, definition: Any, kind: str) -> dict[Any, Any] | None:
         """A valid body for a create or update of ``definition`` (None when it has no schema:
         then a client can send no attribute at all, and there is nothing to show)."""
         node = _attribute_schema_node(definition, kind)

@@ -2,6 +2,8 @@
 made of its parts (``components``, ``parameters``, ``paths``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from ..contract import get_registry
@@ -15,7 +17,7 @@ from .parameters import ParametersMixin
 from .paths import PathsMixin
 
 
-def get_document(registry) -> dict:
+def get_document(registry: Any) -> dict[Any, Any]:
     """The OpenAPI document of the application (built on first use, then kept)."""
     jsonapi = get_registry(registry)
     document = getattr(jsonapi, "openapi_document", None)
@@ -26,7 +28,7 @@ def get_document(registry) -> dict:
     return document
 
 
-def build_document(registry) -> dict:
+def build_document(registry: Any) -> dict[Any, Any]:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
     return add_conditional_requests(_Builder(registry).build(), get_registry(registry))
 
@@ -34,17 +36,17 @@ def build_document(registry) -> dict:
 class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
     """Builds one document from a Pyramid registry."""
 
-    def __init__(self, registry):
+    def __init__(self, registry: Any) -> None:
         self.registry = registry
         self.jsonapi = get_registry(registry)
         self.settings = self.jsonapi.settings
         self.root = "/" + self.settings["root_name"]
-        self.schemas: dict[str, dict] = {}
-        self.parameters: dict[str, dict] = {}
-        self.paths: dict[str, dict] = {}
+        self.schemas: dict[str, dict[Any, Any]] = {}
+        self.parameters: dict[str, dict[Any, Any]] = {}
+        self.paths: dict[str, dict[Any, Any]] = {}
 
     # -- document -----------------------------------------------------------------------------
-    def build(self) -> dict:
+    def build(self) -> dict[Any, Any]:
         self._base_schemas()
         definitions = sorted(self.jsonapi.types.values(), key=lambda d: d.type)
         for definition in definitions:

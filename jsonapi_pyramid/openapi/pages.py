@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+from typing import Any
 
+from pyramid.config import Configurator
+from pyramid.request import Request
 from pyramid.response import FileResponse, Response
 from pyramid.security import NO_PERMISSION_REQUIRED
 
@@ -61,13 +64,13 @@ window.ui = SwaggerUIBundle({{
 """
 
 
-def document_view(context, request):
+def document_view(context: Any, request: Request) -> Any:
     """``GET /<api>/openapi.json``: the OpenAPI document (``application/json``)."""
     get_document(request.registry)
     return Response(body=get_registry(request).openapi_bytes, content_type="application/json", charset=None)
 
 
-def docs_view(context, request):
+def docs_view(context: Any, request: Request) -> Any:
     """``GET /<api>/docs``: the Swagger UI page; ``/<api>/docs/<asset>``: its files."""
     static = _swagger_ui_dir()
     if request.subpath:
@@ -94,7 +97,7 @@ def _html(text: str) -> str:
 _get_only = method_not_allowed_view(["GET", "HEAD"])
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     """Register the document and the docs page as views of the ``api`` node, and build the
     document when the configuration commits (after every resource is resolved)."""
     for name, view in ((DOCUMENT_VIEW, document_view), (DOCS_VIEW, docs_view)):

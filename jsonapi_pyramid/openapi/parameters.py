@@ -1,6 +1,8 @@
 """The query parameters of each operation (a part of the builder, ``document._Builder``)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..contract import TOTAL_COUNT
 from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from ..query import FILTER_OPERATORS
@@ -10,23 +12,23 @@ from .schemas import _column_schema
 
 class ParametersMixin:
     # -- parameters -----------------------------------------------------------------------------
-    def _param(self, key: str, parameter: dict) -> dict:
+    def _param(self, key: str, parameter: dict[Any, Any]) -> dict:
         key = _component_key(key)
         self.parameters.setdefault(key, parameter)
         return _ref("parameters", key)
 
-    def _list_param(self, name: str, items: list, description: str, max_items: int | None = None) -> dict:
+    def _list_param(self, name: str, items: list[Any], description: str, max_items: int | None = None) -> dict[Any, Any]:
         schema = {"type": "array", "items": {"type": "string", "enum": items}, "minItems": 1, "uniqueItems": True}
         if max_items:
             schema["maxItems"] = max_items
         return {"name": name, "in": "query", "required": False, "style": "form", "explode": False,
                 "description": description, "schema": schema}
 
-    def include_paths(self, definition) -> list[str]:
+    def include_paths(self, definition: Any) -> list[str]:
         depth = self.settings["max_include_depth"]
         paths = []
 
-        def walk(current, prefix, level):
+        def walk(current: Any, prefix: Any, level: Any) -> None:
             for relationship in current.relationships:
                 path = prefix + relationship.name
                 paths.append(path)
@@ -36,7 +38,7 @@ class ParametersMixin:
         walk(definition, "", 1)
         return paths
 
-    def _read_parameters(self, definition, collection: bool, include: bool = True) -> list:
+    def _read_parameters(self, definition: Any, collection: bool, include: bool = True) -> list[Any]:
         params = []
         paths = self.include_paths(definition) if include else []
         types = {definition.type: definition}
@@ -75,7 +77,7 @@ class ParametersMixin:
             params.extend(self._collection_parameters(definition))
         return params
 
-    def _collection_parameters(self, definition) -> list:
+    def _collection_parameters(self, definition: Any) -> list[Any]:
         T = definition.type
         params = []
         sortable = list(dict.fromkeys(list(definition.sortable) + ["id"]))
@@ -123,7 +125,7 @@ class ParametersMixin:
                 "schema": {"type": "string", "minLength": 1}}))
         return params
 
-    def _include_page_parameters(self, definition, path: str) -> list:
+    def _include_page_parameters(self, definition: Any, path: str) -> list[Any]:
         """``page[<path>][size]`` and ``[number]`` of a to-many include path (README, "Paged includes")."""
         maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
         return [
@@ -139,7 +141,7 @@ class ParametersMixin:
                 "schema": {"type": "integer", "minimum": 1, "maximum": 999999999}}),
         ]
 
-    def _quantifier_parameters(self, definition, path: str) -> list:
+    def _quantifier_parameters(self, definition: Any, path: str) -> list[Any]:
         """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
         ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
         target, many = definition, False
@@ -168,7 +170,7 @@ class ParametersMixin:
                                    "related resource."}))
         return params
 
-    def _filter_value_schema(self, definition, path: str) -> tuple[dict, bool, bool]:
+    def _filter_value_schema(self, definition: Any, path: str) -> tuple[dict[Any, Any], bool, bool]:
         """(schema of a value, is it an id comparison, is it a text column)."""
         current = definition
         parts = path.split(".")

@@ -2,6 +2,8 @@
 the other named views (a part of the builder, ``document._Builder``)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..renderer import MEDIA_TYPE
 from ..traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
 from .common import (
@@ -25,7 +27,7 @@ from .common import (
 
 class PathsMixin:
     # -- operations -----------------------------------------------------------------------------
-    def _view_row(self, definition, context, method: str, permission) -> None:
+    def _view_row(self, definition: Any, context: Any, method: str, permission: Any) -> None:
         T = definition.type
         item_path = f"{self.root}/{T}/{{id}}"
         id_param = self._id_param(definition)
@@ -43,8 +45,8 @@ class PathsMixin:
                     path = f"{item_path}/relationships/{relationship.name}"
                 self._relationship_operation(definition, relationship, context is Related, path, method, permission, id_param)
 
-    def _operation(self, definition, method, permission, node, relationship=None, *, summary, operation_id,
-                   parameters, responses, errors, body=None, example=None, description=None) -> dict:
+    def _operation(self, definition: Any, method: Any, permission: Any, node: Any, relationship: Any = None, *, summary: Any, operation_id: Any,
+                   parameters: Any, responses: Any, errors: Any, body: Any = None, example: Any = None, description: Any = None) -> dict[Any, Any]:
         public = anonymous_allowed(self.registry, definition, node, permission, relationship)
         statuses = set(_ALWAYS) | set(errors)
         if public is not True:
@@ -72,13 +74,13 @@ class PathsMixin:
             operation["requestBody"] = {"required": True, "content": {MEDIA_TYPE: media}}
         return operation
 
-    def _add(self, path: str, method: str, operation: dict) -> None:
+    def _add(self, path: str, method: str, operation: dict[Any, Any]) -> None:
         self.paths.setdefault(path, {})[method.lower()] = operation
 
-    def _collection_or_item(self, definition, path, method, permission, node, path_params) -> None:
+    def _collection_or_item(self, definition: Any, path: Any, method: Any, permission: Any, node: Any, path_params: Any) -> None:
         T = definition.type
 
-        def doc(name, text):
+        def doc(name: Any, text: Any) -> Any:
             return _document_response(T, name, text)
 
         key = (node, method)
@@ -123,11 +125,11 @@ class PathsMixin:
                                  responses={"200": {"description": "Success."}}, errors=(404, 409, 422))
         self._add(path, method, op)
 
-    def _relationship_operation(self, definition, relationship, related: bool, path, method, permission, id_param) -> None:
+    def _relationship_operation(self, definition: Any, relationship: Any, related: bool, path: Any, method: Any, permission: Any, id_param: Any) -> None:
         T, R = definition.type, relationship.name
         target = relationship.target_definition
 
-        def doc(name, text):
+        def doc(name: Any, text: Any) -> Any:
             return _document_response(target.type, name, text)
 
         node = "related" if related else "linkage"
@@ -175,10 +177,10 @@ class PathsMixin:
         self._add(path, method, op)
 
     # -- custom operations ----------------------------------------------------------------------
-    def _custom_operations(self, definition) -> list:
+    def _custom_operations(self, definition: Any) -> list[Any]:
         return sorted(definition.operations.values(), key=lambda op: (op.on, op.name, op.request_method))
 
-    def _custom_operation(self, definition, operation) -> None:
+    def _custom_operation(self, definition: Any, operation: Any) -> None:
         T = definition.type
         on, name, method = operation.on, operation.name, operation.request_method.upper()
         if not name:  # replaces a standard operation: documented with the view table's rows
@@ -194,7 +196,7 @@ class PathsMixin:
                                              operation_id=f"{T}.{on}.{name}.{method.lower()}",
                                              summary=f"{name}: {on} operation of {T}"))
 
-    def _custom(self, definition, operation, node, method, parameters, errors, *, operation_id, summary) -> dict:
+    def _custom(self, definition: Any, operation: Any, node: Any, method: Any, parameters: Any, errors: Any, *, operation_id: Any, summary: Any) -> dict[Any, Any]:
         """An operation whose bodies the library cannot derive: generic JSON:API documents, unless
         the view (or its ``validate``) carries an ``openapi`` dict of OpenAPI operation fields."""
         description = operation.description or _doc(operation.view)
@@ -216,7 +218,7 @@ class PathsMixin:
                 op.update(extra)
         return op
 
-    def _id_param(self, definition) -> dict:
+    def _id_param(self, definition: Any) -> dict[Any, Any]:
         T = definition.type
         return self._param(f"id.{T}", {
             "name": "id", "in": "path", "required": True, "description": f"The id of a `{T}` resource.",
@@ -258,7 +260,7 @@ class PathsMixin:
             "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}},
                           **{str(s): _ref("responses", _ERROR_NAMES[s]) for s in (401, 406, 500)}}}}
 
-    def _error_response(self, status: int) -> dict:
+    def _error_response(self, status: int) -> dict[Any, Any]:
         response = {"description": ERROR_STATUSES[status],
                     "content": {MEDIA_TYPE: {"schema": _ref("schemas", "ErrorDocument")}}}
         if status == 401:

@@ -1,13 +1,15 @@
 """colander schemas -> JSON Schema and example values; mapped column types -> JSON Schema."""
 from __future__ import annotations
 
+from typing import Any
+
 import colander
 
 from ..schema import column_kind
 from ..validation import Confirmed, Exists, RequiredWith, Unique, Url
 
 
-def _validators(node) -> list:
+def _validators(node: Any) -> list[Any]:
     found = []
     pending = [node.validator] if node.validator is not None else []
     while pending:
@@ -21,7 +23,7 @@ def _validators(node) -> list:
     return found
 
 
-def _described(schema: dict, node) -> dict:
+def _described(schema: dict[Any, Any], node: Any) -> dict:
     description = getattr(node, "description", "") or ""
     title = getattr(node, "raw_title", None)
     if isinstance(title, str) and title:
@@ -31,12 +33,12 @@ def _described(schema: dict, node) -> dict:
     return schema
 
 
-def node_required(node) -> bool:
+def node_required(node: Any) -> bool:
     """A node is required when it has no ``missing`` (``colander.required``)."""
     return node.missing is colander.required
 
 
-def node_nullable(node) -> bool:
+def node_nullable(node: Any) -> bool:
     """A node accepts JSON ``null`` when it is optional (``null`` counts as absent: dropped on
     create, cleared on update) or says so with ``nullable=True``."""
     return bool(getattr(node, "nullable", False)) or node.missing is not colander.required
@@ -54,7 +56,7 @@ _SCALAR_TYPES = (
 )
 
 
-def _mapping_schema(node) -> dict:
+def _mapping_schema(node: Any) -> dict[Any, Any]:
     properties = {child.name: colander_to_schema(child) for child in node.children}
     schema = {"type": "object", "properties": properties}
     required = [child.name for child in node.children if node_required(child)]
@@ -65,7 +67,7 @@ def _mapping_schema(node) -> dict:
     return schema
 
 
-def _type_schema(node) -> dict:
+def _type_schema(node: Any) -> dict[Any, Any]:
     """The schema of ``node``'s colander type alone (containers recurse)."""
     typ = node.typ
     if isinstance(typ, colander.Mapping):
@@ -81,8 +83,8 @@ def _type_schema(node) -> dict:
     return {}
 
 
-def _bounds(low: str, high: str):
-    def apply(schema, validator):
+def _bounds(low: str, high: str) -> Any:
+    def apply(schema: Any, validator: Any) -> None:
         if validator.min is not None:
             schema[low] = validator.min
         if validator.max is not None:
@@ -90,11 +92,11 @@ def _bounds(low: str, high: str):
     return apply
 
 
-def _length(schema: dict, validator) -> None:
+def _length(schema: dict[Any, Any], validator: Any) -> None:
     _bounds(*(("minItems", "maxItems") if schema.get("type") == "array" else ("minLength", "maxLength")))(schema, validator)
 
 
-def _validator_rules() -> tuple:
+def _validator_rules() -> tuple[Any, ...]:
     """(validator class, ``(schema, validator) -> None``): what each colander or library
     validator says in JSON Schema; a rule returning text adds it to the description."""
     return (
@@ -115,7 +117,7 @@ def _validator_rules() -> tuple:
 _FORMATS = ((colander.url, "uri"), (colander.uuid, "uuid"))
 
 
-def _apply_validators(schema: dict, node) -> list[str]:
+def _apply_validators(schema: dict[Any, Any], node: Any) -> list[str]:
     """Limits, enumerations and formats of ``node``'s validators on ``schema``; the notes some
     of them add to the description."""
     notes = []
@@ -134,7 +136,7 @@ def _apply_validators(schema: dict, node) -> list[str]:
     return notes
 
 
-def _describe_schema_rules(schema: dict, node) -> None:
+def _describe_schema_rules(schema: dict[Any, Any], node: Any) -> None:
     """Schema-level rules of a mapping (``Confirmed``, ``RequiredWith``) described on the members."""
     for validator in _validators(node):
         if isinstance(validator, Confirmed) and validator.confirmation in schema["properties"]:
@@ -145,7 +147,7 @@ def _describe_schema_rules(schema: dict, node) -> None:
                 "description", f"Required when {', '.join(f'`{o}`' for o in validator.others)} is sent.")
 
 
-def colander_to_schema(node) -> dict:
+def colander_to_schema(node: Any) -> dict[Any, Any]:
     """The JSON Schema (OpenAPI 3.1 dialect) of a colander node: type, format, limits, enum."""
     typ = node.typ
     schema = _type_schema(node)
@@ -166,7 +168,7 @@ def colander_to_schema(node) -> dict:
     return schema
 
 
-def _input_default(node):
+def _input_default(node: Any) -> Any:
     """What an absent member becomes: ``missing`` when it is a value, else colander.null."""
     missing = node.missing
     if missing is colander.required or missing is colander.drop or missing is colander.null or missing is None:
@@ -174,7 +176,7 @@ def _input_default(node):
     return missing
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)):
         return value
     if hasattr(value, "isoformat"):
@@ -185,7 +187,7 @@ def _jsonable(value):
 _EXAMPLE_TEXT = {"create": ("Example text", "someone"), "update": ("Changed text", "someone.else")}
 
 
-def example_for(node, variant: str = "create"):
+def example_for(node: Any, variant: str = "create") -> Any:
     """A value that satisfies ``node``'s own rules (``example=`` on the node wins).
 
     Derived from the type and validators only, never from the name, so members with the same rules
@@ -250,7 +252,7 @@ _KIND_SCHEMAS = {
 }
 
 
-def _column_schema(column_type) -> dict:
+def _column_schema(column_type: Any) -> dict[Any, Any]:
     kind = column_kind(column_type)
     if kind == "number" and column_type.asdecimal:
         # Decimals are written as strings (no precision lost); a number is accepted on input too.

@@ -31,6 +31,9 @@ Needs ``pytest``, ``webtest`` and ``jsonschema`` (the ``testing`` extra).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyramid.request import Request
 
 from .client import SCHEMA_PATH, Client, schema_validator
 from .kit import Kit
@@ -41,16 +44,16 @@ __all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_va
 TYPE_CHECKS = ("crud", "errors", "filter", "sort", "pages")
 
 
-def cases_of(registry) -> list[str]:
+def cases_of(registry: Any) -> list[str]:
     """The case ids of every registered type of a jsonapi ``Registry``, in registration order."""
-    cases = []
+    cases: list[str] = []
     for definition in registry.types.values():
         cases.extend(f"{definition.type}:{check}" for check in TYPE_CHECKS)
         cases.extend(f"{definition.type}:relationship:{name}" for name in definition.relationships.names())
     return cases
 
 
-def conformance(app_factory: Callable, *, skip: Mapping[str, str] | None = None):
+def conformance(app_factory: Callable[..., Any], *, skip: Mapping[str, str] | None = None) -> Any:
     """A pytest test function running every generated case of the application ``app_factory()``
     builds. ``skip``: type or case id -> reason."""
     import pytest
@@ -65,7 +68,7 @@ def conformance(app_factory: Callable, *, skip: Mapping[str, str] | None = None)
         params.append(pytest.param(case, id=case, marks=[pytest.mark.skip(reason=reason)] if reason else []))
 
     @pytest.mark.parametrize("jsonapi_case", params)
-    def test_conformance(jsonapi_case, jsonapi_client, jsonapi_factories, request):
+    def test_conformance(jsonapi_case: Any, jsonapi_client: Any, jsonapi_factories: Any, request: Request) -> None:
         from . import checks
 
         try:

@@ -7,6 +7,7 @@ mapping (a NOT NULL link cannot be cleared: 422), never from the application und
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.orm import RelationshipDirection
 
@@ -21,7 +22,7 @@ _WRONG_VALUE = {"string": 12345, "date": 20200131, "date-time": True, "time": 10
                 "object": [], "array": {}}
 
 
-def crud(kit, definition) -> None:
+def crud(kit: Any, definition: Any) -> None:
     """POST (201, Location) -> GET (the same resource) -> PATCH (200, the values sent) -> DELETE
     (204) -> GET (404)."""
     type_name = definition.type
@@ -40,7 +41,7 @@ def crud(kit, definition) -> None:
     kit.client.get(url, status=404)
 
 
-def _assert_shows(resource: dict, sent: dict) -> None:
+def _assert_shows(resource: dict[Any, Any], sent: dict[Any, Any]) -> None:
     shown = resource.get("attributes", {})
     for name, value in sent.get("attributes", {}).items():
         if name in shown:  # write-only attributes are never shown
@@ -49,7 +50,7 @@ def _assert_shows(resource: dict, sent: dict) -> None:
         assert resource["id"] == sent["id"]
 
 
-def errors(kit, definition) -> None:
+def errors(kit: Any, definition: Any) -> None:
     """Error documents: unknown members and wrong JSON types are 422 at their pointers, an unknown
     id is 404, an unknown sort field is 400 naming ``sort``."""
     type_name = definition.type
@@ -76,12 +77,12 @@ def errors(kit, definition) -> None:
     assert [e.get("source", {}).get("parameter") for e in response.json["errors"]] == ["sort"]
 
 
-def _expect_pointer(response, pointer: str) -> None:
+def _expect_pointer(response: Any, pointer: str) -> None:
     pointers = [error.get("source", {}).get("pointer") for error in response.json["errors"]]
     assert pointer in pointers, f"expected an error at {pointer}, got {pointers}"
 
 
-def _missing_id(definition) -> str:
+def _missing_id(definition: Any) -> str:
     if definition.id_format == "integer":
         return "987654321"
     if definition.id_format == "uuid":
@@ -89,7 +90,7 @@ def _missing_id(definition) -> str:
     return "jsonapi-kit-missing"
 
 
-def filter(kit, definition) -> None:  # noqa: A001 - the case's name
+def filter(kit: Any, definition: Any) -> None:  # noqa: A001 - the case's name
     """Every declared filter path answers 200; on an attribute or a relationship the created
     resource is found by its own value (``[eq]``), ``filter[id]`` finds exactly it."""
     type_name = definition.type
@@ -107,7 +108,7 @@ def filter(kit, definition) -> None:  # noqa: A001 - the case's name
         assert resource["id"] in _ids(kit.client.get(url, params={f"{parameter}[eq]": value})), parameter
 
 
-def _filter_value(kit, definition, resource: dict, path: str) -> str | None:
+def _filter_value(kit: Any, definition: Any, resource: dict[Any, Any], path: str) -> str | None:
     """The created resource's own value of ``path`` as a filter value, None when there is none
     to compare (a dotted path, null, JSON, a relationship with nothing linked)."""
     if "." in path:
@@ -125,11 +126,11 @@ def _filter_value(kit, definition, resource: dict, path: str) -> str | None:
     return str(value)
 
 
-def _ids(response) -> list[str]:
+def _ids(response: Any) -> list[str]:
     return [item["id"] for item in response.json["data"]]
 
 
-def sort(kit, definition) -> None:
+def sort(kit: Any, definition: Any) -> None:
     """Every declared sort field, both directions: 200 with every resource once."""
     type_name = definition.type
     made = {kit.create_resource(type_name)["id"] for _ in range(2)}
@@ -139,7 +140,7 @@ def sort(kit, definition) -> None:
             assert made <= set(ids) and len(ids) == len(set(ids)), key
 
 
-def pages(kit, definition) -> None:
+def pages(kit: Any, definition: Any) -> None:
     """A list with every relationship included costs as many statements for a page of one as for a
     page of three."""
     type_name = definition.type
@@ -156,7 +157,7 @@ def pages(kit, definition) -> None:
     assert counts[0] == counts[1], f"{type_name}: {counts[0]} statements for a page of 1, {counts[1]} for 3"
 
 
-def relationship(kit, definition, declared) -> None:
+def relationship(kit: Any, definition: Any, declared: Any) -> None:
     """The related and linkage reads, the include, and every write the relationship takes:
     to-many add / replace / remove, to-one replace / clear, with the statuses the mapping implies."""
     owner = kit.create(definition.type)
@@ -186,5 +187,5 @@ def relationship(kit, definition, declared) -> None:
     client.patch(linkage_url, None, 204 if declared.nullable else 422)
 
 
-def _identifier(item: dict) -> tuple:
+def _identifier(item: dict[Any, Any]) -> tuple[Any, ...]:
     return item["type"], item["id"]

@@ -5,6 +5,7 @@ import contextlib
 import functools
 import json
 import pathlib
+from typing import Any
 
 __all__ = ["SCHEMA_PATH", "Client", "check_document", "schema_validator"]
 
@@ -14,7 +15,7 @@ SCHEMA_PATH = pathlib.Path(__file__).with_name("jsonapi-1.1.schema.json")
 
 
 @functools.lru_cache(maxsize=1)
-def schema_validator():
+def schema_validator() -> Any:
     """A ``jsonschema`` validator of JSON:API 1.1 documents (formats checked)."""
     import jsonschema
 
@@ -22,7 +23,7 @@ def schema_validator():
     return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
-def check_document(response) -> None:
+def check_document(response: Any) -> None:
     """Assert that a response with a JSON:API body is a valid JSON:API 1.1 document (plus the
     "included needs data" rule the schema's draft-07 ``dependencies`` no longer expresses)."""
     if not response.body:
@@ -43,41 +44,41 @@ class Client:
     """``get``/``post``/``patch``/``delete`` on a ``webtest.TestApp`` with the kit's headers, the
     JSON:API media type on bodies, an expected status, and every response document validated."""
 
-    def __init__(self, app, headers=None):
+    def __init__(self, app: Any, headers: Any = None) -> None:
         self.app = app
         self.headers = dict(headers or {})
 
     @property
-    def registry(self):
+    def registry(self) -> Any:
         return self.app.app.registry
 
-    def get(self, url, status=200, params=None):
+    def get(self, url: Any, status: int = 200, params: Any = None) -> Any:
         return self._check(self.app.get(url, params=params, headers=self.headers, status=status))
 
-    def post(self, url, data, status):
+    def post(self, url: Any, data: Any, status: Any) -> Any:
         return self._send("post", url, data, status)
 
-    def patch(self, url, data, status):
+    def patch(self, url: Any, data: Any, status: Any) -> Any:
         return self._send("patch", url, data, status)
 
-    def delete(self, url, data=None, status=204):
+    def delete(self, url: Any, data: Any = None, status: int = 204) -> Any:
         if data is None:
             return self._check(self.app.delete(url, headers=self.headers, status=status))
         return self._send("delete", url, data, status)
 
-    def _send(self, method, url, data, status):
+    def _send(self, method: Any, url: Any, data: Any, status: Any) -> Any:
         headers = {**self.headers, "Content-Type": MEDIA_TYPE}
         body = json.dumps({"data": data})
         response = getattr(self.app, method)(url, params=body, headers=headers, status=status)
         return self._check(response)
 
     @staticmethod
-    def _check(response):
+    def _check(response: Any) -> Any:
         check_document(response)
         return response
 
     @contextlib.contextmanager
-    def statements(self):
+    def statements(self) -> Any:
         """``with client.statements() as seen:`` the SQL statements the application ran."""
         from sqlalchemy import event
 
@@ -88,7 +89,7 @@ class Client:
             pytest.skip("statements are counted on registry['db.engine'] (jsonapi_pyramid.db), which this application has not")
         seen: list[str] = []
 
-        def record(conn, cursor, statement, parameters, context, executemany):
+        def record(conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: Any) -> None:
             if not statement.lstrip().upper().startswith(("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")):
                 seen.append(statement)
 

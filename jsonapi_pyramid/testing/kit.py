@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any, cast
 
 __all__ = ["Kit"]
 
@@ -9,7 +10,7 @@ __all__ = ["Kit"]
 class Kit:
     """Makes resources through the API from the application's factories (``factory(kit, n)``)."""
 
-    def __init__(self, client, factories):
+    def __init__(self, client: Any, factories: Any) -> None:
         self.client = client
         self.factories = dict(factories)
         self.registry = client.registry.jsonapi
@@ -20,7 +21,7 @@ class Kit:
         parts = [self.root, type_name, *([resource_id] if resource_id is not None else []), *rest]
         return "/".join(parts)
 
-    def payload(self, type_name: str) -> dict:
+    def payload(self, type_name: str) -> dict[Any, Any]:
         """A create payload (``data``) for a new resource of ``type_name``."""
         factory = self.factories.get(type_name)
         assert factory is not None, f"jsonapi_factories has no factory for {type_name!r}"
@@ -28,14 +29,14 @@ class Kit:
         data = {"type": type_name, **members}
         return data
 
-    def create_resource(self, type_name: str) -> dict:
+    def create_resource(self, type_name: str) -> dict[Any, Any]:
         """POST a new resource of ``type_name``; its resource object as the server answered."""
         response = self.client.post(self.url(type_name), self.payload(type_name), 201)
         data = response.json["data"]
         assert response.headers["Location"] == data["links"]["self"]
-        return data
+        return cast("dict[Any, Any]", data)
 
-    def create(self, type_name: str) -> dict:
+    def create(self, type_name: str) -> dict[Any, Any]:
         """A new resource of ``type_name``, as a resource identifier object (for linkage)."""
         data = self.create_resource(type_name)
         return {"type": data["type"], "id": data["id"]}

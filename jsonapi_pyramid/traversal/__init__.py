@@ -15,9 +15,13 @@ missing one.
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
+
 from ..acl import context_acl
 from ..body import sent_data
-from ..contract import get_registry
+from ..contract import ResourceDefinition, get_registry
 from ..loading import load_item
 from ..security import DEFAULT_ROOT_ACL
 
@@ -31,12 +35,12 @@ class Root:
 
     __name__ = ""
     __parent__ = None
-    __acl__ = []
+    __acl__: list[Any] = []
 
-    def __init__(self, request):
+    def __init__(self, request: Request) -> None:
         self.request = request
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: Any) -> Any:
         api_name = get_registry(self.request).settings["root_name"]
         if name == api_name:
             return ApiRoot(self, api_name)
@@ -46,17 +50,17 @@ class Root:
 class ApiRoot:
     """``/api``: one child per registered resource type."""
 
-    def __init__(self, parent, name):
+    def __init__(self, parent: Any, name: Any) -> None:
         self.__parent__ = parent
         self.__name__ = name
         self.request = parent.request
 
     @property
-    def __acl__(self):
+    def __acl__(self) -> Any:
         acl = get_registry(self.request).settings["root_acl"]
         return DEFAULT_ROOT_ACL if acl is None else acl
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: Any) -> Any:
         definition = get_registry(self.request).get(name)
         if definition is None:
             raise KeyError(name)
@@ -66,37 +70,38 @@ class ApiRoot:
 class _Node:
     """A node below a resource type: knows its definition and computes its ACL from it."""
 
-    definition = None
-    entity = None
-    relationship = None
-    _payload = _FROM_BODY
+    request: Request
+    definition: ResourceDefinition = None  # type: ignore[assignment]  # set by every subclass's __init__
+    entity: Any = None
+    relationship: Any = None
+    _payload: Any = _FROM_BODY
 
     @property
-    def payload(self):
+    def payload(self) -> Any:
         """The ``data`` a write at this node sends, for rules that run before validation (ACLs):
         the request body's (None when there is none or it is broken), unless an atomic operation
         set its own."""
         return sent_data(self.request) if self._payload is _FROM_BODY else self._payload
 
     @payload.setter
-    def payload(self, value) -> None:
+    def payload(self, value: Any) -> None:
         self._payload = value
 
     @property
-    def __acl__(self):
+    def __acl__(self) -> Any:
         return context_acl(self.definition, self, self.request)
 
 
 class Collection(_Node):
     """``/api/<type>``."""
 
-    def __init__(self, parent, definition):
+    def __init__(self, parent: Any, definition: Any) -> None:
         self.__parent__ = parent
         self.__name__ = definition.type
         self.request = parent.request
         self.definition = definition
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         definition = self.definition
         try:
             resource_id = definition.parse_id(key)
@@ -111,14 +116,14 @@ class Collection(_Node):
 class Item(_Node):
     """``/api/<type>/<id>``: one resource the caller may see."""
 
-    def __init__(self, parent: Collection, entity):
+    def __init__(self, parent: Collection, entity: Any) -> None:
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
         self.entity = entity
         self.__name__ = self.definition.identity(entity)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: Any) -> Any:
         if name == "relationships":
             return Relationships(self)
         relationship = self.definition.relationships.get(name)
@@ -130,7 +135,7 @@ class Item(_Node):
 class _RelationshipNode(_Node):
     """A node about one relationship of the item above it."""
 
-    def __init__(self, parent, relationship):
+    def __init__(self, parent: Any, relationship: Any) -> None:
         self.__parent__ = parent
         self.__name__ = relationship.name
         self.request = parent.request
@@ -148,13 +153,13 @@ class Relationships(_Node):
 
     __name__ = "relationships"
 
-    def __init__(self, parent: Item):
+    def __init__(self, parent: Item) -> None:
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
         self.entity = parent.entity
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: Any) -> Any:
         relationship = self.definition.relationships.get(name)
         if relationship is None:
             raise KeyError(name)

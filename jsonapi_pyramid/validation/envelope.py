@@ -3,9 +3,10 @@ application's schema, the relationships through the linkage rules; what passes i
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import colander
+from pyramid.request import Request
 from sqlalchemy import select
 
 from ..errors import BadRequest, Conflict, Forbidden
@@ -25,13 +26,13 @@ class Changes:
     JSON name, and per relationship the new target (entity or None) or targets (list)."""
 
     id: Any = None
-    attributes: dict = dataclasses.field(default_factory=dict)
-    relationships: list = dataclasses.field(default_factory=list)  # [(Relationship, value)]
+    attributes: dict[Any, Any] = dataclasses.field(default_factory=dict)
+    relationships: list[Any] = dataclasses.field(default_factory=list)  # [(Relationship, value)]
 
 
 # -- resource payloads -----------------------------------------------------------------------
 
-def validate_resource(request, definition, data, *, entity=None) -> Changes:
+def validate_resource(request: Request, definition: Any, data: Any, *, entity: Any = None) -> Changes:
     """Check a create (``entity`` None) or update payload's ``data`` against the envelope rules,
     the application's schema and the linkage rules. Returns the ``Changes``; raises
     ``ValidationFailed`` with every failure, 400 when ``data`` is not an object, 403 for an id
@@ -61,7 +62,7 @@ def validate_resource(request, definition, data, *, entity=None) -> Changes:
 
 
 
-def _check_update_id(definition, data: dict, entity, failures: Failures) -> None:
+def _check_update_id(definition: Any, data: dict[Any, Any], entity: Any, failures: Failures) -> None:
     url_id = definition.identity(entity)
     if "id" not in data:
         failures.add("/data/id", "data.id is required on update.")
@@ -72,7 +73,7 @@ def _check_update_id(definition, data: dict, entity, failures: Failures) -> None
 
 
 
-def _client_id(definition, data: dict, failures: Failures):
+def _client_id(definition: Any, data: dict[Any, Any], failures: Failures) -> Any:
     if "id" not in data:
         if definition.client_ids and not definition.id_generated:
             failures.add("/data/id", f"data.id is required: {definition.type} resources take client-generated "
@@ -88,7 +89,7 @@ def _client_id(definition, data: dict, failures: Failures):
     return parsed
 
 
-def _check_client_id_is_new(request, definition, resource_id) -> None:
+def _check_client_id_is_new(request: Request, definition: Any, resource_id: Any) -> None:
     # Every row counts here, also those the caller may not see: the id is taken either way.
     id_column = getattr(definition.model, definition.id_attribute)
     if request.dbsession.scalar(select(id_column).where(id_column == resource_id)) is not None:
@@ -98,11 +99,11 @@ def _check_client_id_is_new(request, definition, resource_id) -> None:
 
 # -- attributes ------------------------------------------------------------------------------
 
-def writable_attributes(definition) -> tuple[str, ...]:
+def writable_attributes(definition: Any) -> tuple[str, ...]:
     """The attributes a client may send: ``writable=`` of the definition, else the names of both
     schemas' nodes. Transformer attributes outside this list are read-only."""
     if definition.writable is not None:
-        return definition.writable
+        return cast("tuple[str, ...]", definition.writable)
     names: list[str] = []
     for schema in (definition.create_schema, definition.update_schema):
         for node in _schema(schema).children if schema is not None else ():
@@ -111,11 +112,11 @@ def writable_attributes(definition) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _schema(schema) -> colander.SchemaNode:
+def _schema(schema: Any) -> colander.SchemaNode:
     return schema() if isinstance(schema, type) else schema
 
 
-def _validate_attributes(request, definition, data: dict, entity, failures: Failures) -> dict:
+def _validate_attributes(request: Request, definition: Any, data: dict[Any, Any], entity: Any, failures: Failures) -> dict[Any, Any]:
     attributes = data.get("attributes", {})
     if not isinstance(attributes, dict):
         failures.add("/data/attributes", "attributes must be an object.")
@@ -123,7 +124,9 @@ def _validate_attributes(request, definition, data: dict, entity, failures: Fail
     writable = writable_attributes(definition)
     schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
     bound = _schema(schema).bind(request=request, entity=entity, definition=definition) if schema is not None else None
-    sent, unchecked, wrong_type = {}, {}, set()
+    sent: dict[str, Any] = {}
+    unchecked: dict[str, Any] = {}
+    wrong_type: set[str] = set()
     for name, value in attributes.items():
         pointer = f"/data/attributes/{_escape(name)}"
         if name not in writable:
@@ -155,7 +158,7 @@ def _validate_attributes(request, definition, data: dict, entity, failures: Fail
     return {**unchecked, **values}
 
 
-def _decode_unchecked(name: str, value, sql_type, nullable: bool, pointer: str, out: dict, failures: Failures) -> None:
+def _decode_unchecked(name: str, value: Any, sql_type: Any, nullable: bool, pointer: str, out: dict[Any, Any], failures: Failures) -> None:
     if value is None and not nullable:
         failures.add(pointer, f"{name} cannot be null.")
         return
@@ -167,7 +170,7 @@ def _decode_unchecked(name: str, value, sql_type, nullable: bool, pointer: str, 
 
 # -- relationships in resource payloads ------------------------------------------------------
 
-def _read_relationships(request, definition, data: dict, failures: Failures) -> list:
+def _read_relationships(request: Request, definition: Any, data: dict[Any, Any], failures: Failures) -> list[Any]:
     """[(relationship, pointer, linkage)] of the relationships sent, after shape checks."""
     max_items = max_linkage_items(request)
     relationships = data.get("relationships", {})
@@ -191,12 +194,12 @@ def _read_relationships(request, definition, data: dict, failures: Failures) -> 
     return out
 
 
-def required_on_create(relationship) -> bool:
+def required_on_create(relationship: Any) -> bool:
     """A to-one whose foreign key on the owner's table cannot be NULL must be given on create."""
     return relationship.required_on_create
 
 
-def _add_defaults(request, definition, linkages: list, entity, failures: Failures) -> None:
+def _add_defaults(request: Request, definition: Any, linkages: list[Any], entity: Any, failures: Failures) -> None:
     if entity is not None:
         return
     sent = {relationship.name for relationship, _pointer, _value in linkages}

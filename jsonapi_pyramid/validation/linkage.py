@@ -4,7 +4,9 @@ endpoint's body (``validate_linkage``) and of a batch of identifiers (``resolve_
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
+from pyramid.request import Request
 from sqlalchemy import inspect, select
 from sqlalchemy.orm import RelationshipDirection
 
@@ -22,15 +24,15 @@ class Linkage:
     """Identifiers that passed the shape check: [(pointer, id)]; ``many`` for a to-many set,
     ``parsed`` when the ids are database values already (defaults)."""
 
-    items: list
+    items: list[Any]
     many: bool = False
     parsed: bool = False
     broken: bool = False  # some items failed their shape check (reported already)
     #: pointer -> the type sent, for a polymorphic target (the row found must be of that type)
-    types: dict = dataclasses.field(default_factory=dict)
+    types: dict[Any, Any] = dataclasses.field(default_factory=dict)
 
 
-def read_linkage(relationship, value, pointer: str, failures: Failures, *, max_items: int):
+def read_linkage(relationship: Any, value: Any, pointer: str, failures: Failures, *, max_items: int) -> Any:
     """Shape-check the ``data`` of a relationship: one identifier or null for a to-one, an array
     of identifiers for a to-many. Returns a ``Linkage`` (None items = clear) or ``_FAILED``."""
     target = relationship.target_definition
@@ -50,14 +52,14 @@ def read_linkage(relationship, value, pointer: str, failures: Failures, *, max_i
     return _FAILED if item is _FAILED else Linkage([item], types=_sent_types(target, [item], [value]))
 
 
-def _sent_types(target, items: list, values: list) -> dict:
+def _sent_types(target: Any, items: list[Any], values: list[Any]) -> dict[Any, Any]:
     if not getattr(target, "subtypes", ()):
         return {}
     by_pointer = {item[0]: value for item, value in zip(items, values) if item is not _FAILED}
     return {pointer: value["type"] for pointer, value in by_pointer.items()}
 
 
-def _read_identifiers(target, value: list, pointer: str, failures: Failures, *, max_items: int):
+def _read_identifiers(target: Any, value: list[Any], pointer: str, failures: Failures, *, max_items: int) -> Any:
     """Shape-check an array of resource identifier objects of type ``target``."""
     if len(value) > max_items:
         # 422 rather than 413: the body may be small, it is this one member that is too long.
@@ -70,7 +72,7 @@ def _read_identifiers(target, value: list, pointer: str, failures: Failures, *, 
     return Linkage(valid, many=True, broken=len(valid) < len(items), types=_sent_types(target, items, value))
 
 
-def resolve_identifiers(request, target, value: list, pointer: str = "/data") -> list:
+def resolve_identifiers(request: Request, target: Any, value: list[Any], pointer: str = "/data") -> list[Any]:
     """The resources of type ``target`` named by ``value``, an array of resource identifier
     objects (the seed's resource identifier rule, for custom operations that take a batch).
 
@@ -81,14 +83,14 @@ def resolve_identifiers(request, target, value: list, pointer: str = "/data") ->
     linkage = _read_identifiers(target, value, pointer, failures, max_items=max_linkage_items(request))
     entities = _resolve(request, target, linkage, failures)
     failures.raise_if_any()
-    return entities
+    return cast("list[Any]", entities)
 
 
-def max_linkage_items(request) -> int:
-    return get_registry(request).settings["max_linkage_items"]
+def max_linkage_items(request: Request) -> int:
+    return cast("int", get_registry(request).settings["max_linkage_items"])
 
 
-def _identifier(target, item, pointer: str, failures: Failures):
+def _identifier(target: Any, item: Any, pointer: str, failures: Failures) -> Any:
     if not isinstance(item, dict):
         failures.add(pointer, "A resource identifier object ({type, id}) is required.")
         return _FAILED
@@ -102,7 +104,7 @@ def _identifier(target, item, pointer: str, failures: Failures):
     return _FAILED if len(failures.items) > before else (pointer, item["id"])
 
 
-def _resolve(request, target, linkage, failures: Failures):
+def _resolve(request: Request, target: Any, linkage: Any, failures: Failures) -> Any:
     """The entities a linkage names, in one query, limited to what the caller may see. A to-one
     resolves to an entity or None, a to-many to a list without duplicates."""
     if linkage is _FAILED:
@@ -132,7 +134,7 @@ def _resolve(request, target, linkage, failures: Failures):
     return entities[0] if entities else None
 
 
-def _load_visible(request, target, ids: set) -> dict:
+def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any]:
     id_column = getattr(target.model, target.id_attribute)
     statement = select(target.model).where(id_column.in_(ids))
     criterion = target.visibility(request)
@@ -141,8 +143,8 @@ def _load_visible(request, target, ids: set) -> dict:
     return {getattr(entity, target.id_attribute): entity for entity in request.dbsession.scalars(statement)}
 
 
-def _check_linkage_rules(request, relationship, entity, resolved, pointer: str, failures: Failures, *,
-                         replace: bool = False, removing: list | None = None) -> None:
+def _check_linkage_rules(request: Request, relationship: Any, entity: Any, resolved: Any, pointer: str, failures: Failures, *,
+                         replace: bool = False, removing: list[Any] | None = None) -> None:
     """The rules the mapping implies, for a new value ``resolved`` (replace) or the members
     ``removing`` (a to-many remove)."""
     direction = relationship.prop.direction
@@ -169,7 +171,7 @@ def _check_linkage_rules(request, relationship, entity, resolved, pointer: str, 
                               "left without a required link. Link it elsewhere or delete it instead.")
 
 
-def _check_unique_link(request, relationship, entity, target_entity, pointer: str, failures: Failures) -> None:
+def _check_unique_link(request: Request, relationship: Any, entity: Any, target_entity: Any, pointer: str, failures: Failures) -> None:
     owner = relationship.owner
     remote_attribute = inspect(type(target_entity)).get_property_by_column(relationship.prop.local_remote_pairs[0][1]).key
     owner_id = getattr(owner.model, owner.id_attribute)
@@ -184,7 +186,7 @@ def _check_unique_link(request, relationship, entity, target_entity, pointer: st
 
 # -- relationship endpoints ------------------------------------------------------------------
 
-def validate_linkage(request, context, data, *, mode: str):
+def validate_linkage(request: Request, context: Any, data: Any, *, mode: str) -> Any:
     """Check the ``data`` of a relationship endpoint write. ``mode`` is ``"replace"`` (PATCH),
     ``"add"`` (POST) or ``"remove"`` (DELETE). Returns the resolved entity (or None) for a to-one,
     the list of entities for a to-many. Top-level ``data`` of the wrong kind is a 400, as

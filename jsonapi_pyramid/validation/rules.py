@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 import colander
@@ -16,11 +17,11 @@ from .common import _escape
 __all__ = ["Confirmed", "DateString", "Exists", "RequiredWith", "Unique", "Url", "run_schema"]
 
 
-def run_schema(schema: colander.SchemaNode, cstruct: dict, *, partial: bool = False):
+def run_schema(schema: colander.SchemaNode, cstruct: dict[Any, Any], *, partial: bool = False) -> Any:
     """Deserialize ``cstruct`` with a bound mapping ``schema`` node by node, so every failed rule is
     reported, not only the first of each colander pass. ``partial``: only the members present are
     validated (PATCH semantics). Returns (values, [(pointer below the mapping, message)])."""
-    values: dict = {}
+    values: dict[Any, Any] = {}
     found: list[tuple[str, str]] = []
     for node in schema.children:
         present = node.name in cstruct
@@ -47,7 +48,7 @@ def run_schema(schema: colander.SchemaNode, cstruct: dict, *, partial: bool = Fa
     return values, found
 
 
-def _schema_validators(schema) -> list:
+def _schema_validators(schema: Any) -> list[Any]:
     validator = schema.validator
     if validator is None:
         return []
@@ -70,11 +71,11 @@ def _invalid_failures(invalid: colander.Invalid) -> list[tuple[str, str]]:
 class Url:
     """The value is an absolute ``http``/``https`` URL with a host."""
 
-    def __init__(self, schemes: Iterable[str] = ("http", "https"), msg: str = "Must be an absolute URL"):
+    def __init__(self, schemes: Iterable[str] = ("http", "https"), msg: str = "Must be an absolute URL") -> None:
         self.schemes = tuple(schemes)
         self.msg = msg
 
-    def __call__(self, node, value):
+    def __call__(self, node: Any, value: Any) -> None:
         try:
             parts = urlsplit(value)
         except ValueError:
@@ -83,11 +84,11 @@ class Url:
             raise colander.Invalid(node, f"{self.msg} ({'/'.join(self.schemes)})")
 
 
-class DateString(colander.Date):
+class DateString(colander.Date):  # type: ignore[misc]  # colander has no type information
     """A calendar date written ``YYYY-MM-DD`` (colander's ``Date`` also takes datetimes; this
     does not, so ``2020-01-01T10:00`` is an error rather than a silent truncation)."""
 
-    def deserialize(self, node, cstruct):
+    def deserialize(self, node: Any, cstruct: Any) -> Any:
         if cstruct is colander.null or cstruct == "":
             return colander.null
         if not isinstance(cstruct, str):
@@ -103,11 +104,11 @@ class Unique:
     """No other row has this value in ``column`` (on update the row itself is ignored). Reads the
     request (and the entity being updated) from the schema's bindings."""
 
-    def __init__(self, column, msg: str = "This value is taken already"):
+    def __init__(self, column: Any, msg: str = "This value is taken already") -> None:
         self.column = column
         self.msg = msg
 
-    def __call__(self, node, value):
+    def __call__(self, node: Any, value: Any) -> None:
         request, entity = node.bindings["request"], node.bindings.get("entity")
         statement = select(self.column).where(self.column == value)
         if entity is not None:
@@ -121,11 +122,11 @@ class Unique:
 class Exists:
     """Some row has this value in ``column`` (for attributes naming other data, like a code)."""
 
-    def __init__(self, column, msg: str = "No such value exists"):
+    def __init__(self, column: Any, msg: str = "No such value exists") -> None:
         self.column = column
         self.msg = msg
 
-    def __call__(self, node, value):
+    def __call__(self, node: Any, value: Any) -> None:
         request = node.bindings["request"]
         if request.dbsession.scalar(select(self.column).where(self.column == value).limit(1)) is None:
             raise colander.Invalid(node, self.msg)
@@ -135,11 +136,11 @@ class Confirmed:
     """Schema-level: when ``field`` is given, ``confirmation`` must be given and equal it
     (``password`` with ``passwordConfirmation``)."""
 
-    def __init__(self, field: str, confirmation: str | None = None):
+    def __init__(self, field: str, confirmation: str | None = None) -> None:
         self.field = field
         self.confirmation = confirmation or f"{field}Confirmation"
 
-    def __call__(self, node, values):
+    def __call__(self, node: Any, values: Any) -> None:
         if self.field in values and values.get(self.confirmation) != values[self.field]:
             invalid = colander.Invalid(node)
             invalid[self.confirmation] = f"Must equal {self.field}"
@@ -149,11 +150,11 @@ class Confirmed:
 class RequiredWith:
     """Schema-level: ``field`` is required when any of ``others`` is given."""
 
-    def __init__(self, field: str, *others: str):
+    def __init__(self, field: str, *others: str) -> None:
         self.field = field
         self.others = others
 
-    def __call__(self, node, values):
+    def __call__(self, node: Any, values: Any) -> None:
         if self.field not in values and any(values.get(other) is not None for other in self.others):
             invalid = colander.Invalid(node)
             invalid[self.field] = f"Required with {', '.join(self.others)}"

@@ -4,6 +4,9 @@ For every context type, a method without a row answers 405 with ``Allow`` listin
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.config import Configurator
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from ..errors import method_not_allowed_view
@@ -28,14 +31,14 @@ VIEWS = [
 ]
 
 
-def allowed_methods(context_type) -> list[str]:
+def allowed_methods(context_type: Any) -> list[str]:
     methods = {method for ctx, method, _view, _perm in VIEWS if ctx is context_type}
     if "GET" in methods:
         methods.add("HEAD")
     return sorted(methods)
 
 
-def includeme(config):
+def includeme(config: Configurator) -> None:
     for context, method, view, permission in VIEWS:
         config.add_view(view, context=context, request_method=method, permission=permission, renderer="jsonapi")
     for context in {row[0] for row in VIEWS}:

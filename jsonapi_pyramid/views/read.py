@@ -2,6 +2,10 @@
 renderer makes the bytes."""
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
+
 from ..document import linkage_document, page_document, resource_document
 from ..loading import load_page, load_related_one
 from ..query import parse_query
@@ -9,26 +13,26 @@ from ..query import parse_query
 __all__ = ["linkage", "linkage_document", "list_resources", "related", "show"]
 
 
-def list_resources(context, request):
+def list_resources(context: Any, request: Request) -> Any:
     """``GET /api/<type>``."""
     plan = parse_query(request, context.definition, collection=True)
     loaded = load_page(request, context.definition, plan)
     return _varies(request, page_document(request, plan, loaded, plan.include_pages))
 
 
-def _varies(request, document):
+def _varies(request: Request, document: Any) -> Any:
     """Collection answers depend on ``Accept`` (its cursor pagination profile): tell caches."""
     request.response.vary = ("Accept",)
     return document
 
 
-def show(context, request):
+def show(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility)."""
     plan = parse_query(request, context.definition, collection=False)
     return resource_document(request, plan, context.definition, context.entity, pages=plan.include_pages)
 
 
-def related(context, request):
+def related(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>/<name>``: the related resource (or null), or a page of them."""
     relationship = context.relationship
     target = relationship.target_definition
@@ -41,7 +45,7 @@ def related(context, request):
     return resource_document(request, plan, target, entity, pages=plan.include_pages)
 
 
-def linkage(context, request):
+def linkage(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>/relationships/<name>``: identifiers; to-many ones carry the related
     resource's URL in ``links.self`` (the seed's rule)."""
     document = linkage_document(context, request)

@@ -7,6 +7,10 @@ view returns and aborts when anything raises, so a request changes everything or
 """
 from __future__ import annotations
 
+from typing import Any
+
+from pyramid.request import Request
+
 from .. import writes
 from ..body import request_data
 from ..conditional import resource_etag
@@ -15,7 +19,7 @@ from ..query import parse_query
 from ..writes import Write
 
 
-def create(context, request):
+def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.create(Write(context, request_data(request)))
@@ -28,7 +32,7 @@ def create(context, request):
     return document
 
 
-def update(context, request):
+def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
     the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
@@ -38,32 +42,32 @@ def update(context, request):
     return document
 
 
-def remove(context, request):
+def remove(context: Any, request: Request) -> Any:
     """``DELETE /api/<type>/<id>``: 204."""
     writes.remove(Write(context, None))
     return _no_content(request)
 
 
-def replace_to_one(context, request):
+def replace_to_one(context: Any, request: Request) -> Any:
     """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204."""
     writes.replace_to_one(Write(context, request_data(request)))
     return _no_content(request)
 
 
-def add_to_many(context, request):
+def add_to_many(context: Any, request: Request) -> Any:
     """``POST .../relationships/<to-many>``: link the members sent; 200 with the linkage after
     the change."""
     writes.add_to_many(Write(context, request_data(request)))
     return linkage_document(context, request)
 
 
-def replace_to_many(context, request):
+def replace_to_many(context: Any, request: Request) -> Any:
     """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200."""
     writes.replace_to_many(Write(context, request_data(request)))
     return linkage_document(context, request)
 
 
-def remove_from_many(context, request):
+def remove_from_many(context: Any, request: Request) -> Any:
     """``DELETE .../relationships/<to-many>``: unlink the members sent (the resources stay); 200."""
     writes.remove_from_many(Write(context, request_data(request)))
     return linkage_document(context, request)
@@ -82,6 +86,6 @@ OPERATIONS = {
 }
 
 
-def _no_content(request):
+def _no_content(request: Request) -> Any:
     request.response.status_code = 204
     return None
