@@ -4,7 +4,7 @@
 (``writes``) calls it after the checks and before the flush."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import inspect
@@ -13,6 +13,7 @@ from sqlalchemy.orm import RelationshipDirection
 from .contract import get_registry
 
 if TYPE_CHECKING:
+    from .contract import ResourceDefinition
     from .validation import Changes
 
 __all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members", "set_relationship"]
@@ -21,8 +22,7 @@ __all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members"
 def assign_attributes(entity: Any, attributes: dict[Any, Any], request: Request) -> None:
     """The default way validated attributes reach the entity: ``setattr`` of the entity attribute
     behind each JSON name (the transformer's ``attribute_map``, else snake_case)."""
-    definition = get_registry(request).definition_for_model(type(entity))
-    assert definition is not None, f"{type(entity).__name__} is not a registered resource"
+    definition = cast("ResourceDefinition", get_registry(request).definition_for_model(type(entity)))
     for name, value in attributes.items():
         setattr(entity, definition.entity_attribute(name), value)
 

@@ -16,10 +16,11 @@ the field, so it can never reach a client.
 """
 from __future__ import annotations
 
+import builtins
 import enum
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
@@ -141,7 +142,7 @@ class ResourceDefinition:
         #: writes to an existing resource need ``If-Match`` (428 without it; preconditions.py)
         self.require_if_match = bool(require_if_match)
         # Resolved at commit:
-        self.transformer_class: type[Transformer] | None = None
+        self.transformer_class: builtins.type[Transformer] | None = None
         self.relationships: RelationshipsCollection = RelationshipsCollection()
         self.id_attribute: str = ""
         self.id_column = None
@@ -161,13 +162,13 @@ class ResourceDefinition:
         #: ``aliased(model)``: the owner side of relationship joins (an alias, so a relationship
         #: from a model to itself joins two distinct tables). Made once: building one costs
         #: milliseconds, and a stable alias keeps SQLAlchemy's statement cache warm.
-        self.owner = None
+        self.owner: Any = None
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
         #: registered definitions of subclasses of this model (a polymorphic base), most derived first
         self.subtypes: tuple[ResourceDefinition, ...] = ()
-        self._family: dict[type, ResourceDefinition] = {}
+        self._family: dict[builtins.type[Any], ResourceDefinition] = {}
         self.operations: dict[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
 
     def __repr__(self) -> str:
@@ -385,7 +386,7 @@ class ResourceDefinition:
     def entity_attribute(self, name: str) -> str:
         """The entity attribute behind the JSON name ``name`` (``Transformer.entity_attribute``)."""
         field = self.fields.get(name)
-        return field.key if field is not None else self.transformer_class.entity_attribute(name)
+        return field.key if field is not None else cast("builtins.type[Transformer]", self.transformer_class).entity_attribute(name)
 
     def visibility(self, request: Request) -> Any:
         """The SQL criterion limiting rows to those the caller may see, or None for all (asked
@@ -400,6 +401,10 @@ class Registry:
     """The per-application schema: the resource types by type name and by model class (each
     holding the facts about its mapping, ``schema``), the settings, and every cache the library
     keeps (``statements``). One per application, on Pyramid's registry (``get_registry``)."""
+
+    #: the OpenAPI document and its bytes, once built (``openapi.document.get_document``)
+    openapi_document: dict[Any, Any]
+    openapi_bytes: bytes
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings

@@ -26,6 +26,7 @@ from .contract import ResourceDefinition
 from .include_pages import PagedMembers
 from .loading import Loaded, id_getter, load_includes, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
+from .schema import Readers
 from .transformer import Transformer
 from .traversal import ApiRoot
 
@@ -41,7 +42,7 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
     ``links.self``."""
     obj = {"type": type_name, "id": resource_id, "attributes": attributes}
     if relationships:
-        shown = {name: {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
+        shown: dict[str, dict[str, Any]] = {name: {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
                  for name in relationships}
         if linkage:
             for name, data in linkage.items():
@@ -59,7 +60,7 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
 
 
 def resource_document(request: Request, plan: QueryPlan, definition: ResourceDefinition, entity: Any,
-                      linkage: tuple[Any, ...] = (), pages: dict[Any, Any] | None = None) -> dict:
+                      linkage: tuple[Any, ...] = (), pages: dict[Any, Any] | None = None) -> dict[Any, Any]:
     """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
     ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
     are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
@@ -73,7 +74,7 @@ def resource_document(request: Request, plan: QueryPlan, definition: ResourceDef
     return DocumentBuilder(request, plan).single(loaded)
 
 
-def page_document(request: Request, plan: QueryPlan, loaded: Loaded, pages: dict[Any, Any] | None = None) -> dict:
+def page_document(request: Request, plan: QueryPlan, loaded: Loaded, pages: dict[Any, Any] | None = None) -> dict[Any, Any]:
     """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas;
     ``pages``: paged includes, ``plan.include_pages`` on reads)."""
     load_includes(request, loaded, plan.include, pages)
@@ -93,7 +94,7 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
     links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}
     if not relationship.many:
         entity = load_related_one(request, owner, relationship, context.entity)
-        data = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
+        data: Any = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
         return {"jsonapi": JSONAPI, "data": data, "links": links}
     parent = (owner, relationship, getattr(context.entity, owner.id_attribute))
     paged = load_linkage_page(request, target, plan, parent=parent)
@@ -112,7 +113,7 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
 
 def api_base(request: Request) -> str:
     """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
-    return request.resource_url(find_interface(request.context, ApiRoot))
+    return cast("str", request.resource_url(find_interface(request.context, ApiRoot)))
 
 
 class DocumentBuilder:
@@ -140,7 +141,7 @@ class DocumentBuilder:
             transformer = definition.new_transformer(self.request)
             plain = type(transformer).transform is Transformer.transform and definition.record_columns is not None
             shape = (transformer, attributes, relationships, id_getter(definition), f"{self.base}{definition.type}/",
-                     definition.readers.record(type(transformer), attributes) if plain else None)
+                     cast("Readers", definition.readers).record(type(transformer), attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
 

@@ -69,7 +69,7 @@ class PagedMembers:
                 "next": link(number + 1) if number < last else None, "last": link(last)}
 
 
-def include_pages(definition: Any, tree: dict[Any, Any], values: dict, settings: Any) -> dict[str, IncludePage]:
+def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any], settings: Any) -> dict[str, IncludePage]:
     """Include path -> ``IncludePage`` of every to-many path of the include ``tree``: the
     request's ``page[<path>][size|number]`` (``values``: path -> {key: (parameter, raw)}), else
     ``jsonapi.default_include_size`` when set. A path that is not a to-many include path, or a
@@ -138,7 +138,7 @@ def paged_statement(statement: Any, target: Any, records: bool) -> Any:
     ranked_columns = list(ranked.c)
     if records:
         parent_column = ranked.c.jsonapi_parent_id
-        selected = ranked_columns
+        selected: list[Any] | tuple[Any, ...] = ranked_columns
         member_column = ranked_columns[0]
     else:
         parent_column = ranked_columns[0]

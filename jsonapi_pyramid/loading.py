@@ -23,9 +23,9 @@ from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
-from .include_pages import PagedMembers, page_members, paged_statement
+from .include_pages import IncludePage, PagedMembers, page_members, paged_statement
 from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
-from .query import QueryPlan
+from .query import Page, QueryPlan
 
 __all__ = ["Loaded", "count_of", "id_getter"]
 
@@ -121,8 +121,7 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
     """The primary rows of a collection read: one page, plus the count when asked for."""
     records = definition.record_columns
     leading = records if records is not None else (definition.model,)
-    page = plan.page
-    assert page is not None  # a collection's plan always has one
+    page = cast("Page", plan.page)  # a collection's plan always has one
     if page.cursor:
         # the sort key values after the record's columns, labelled apart from them
         key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
@@ -254,7 +253,7 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
 
 # -- includes ------------------------------------------------------------------------------------
 
-def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages: dict | None = None) -> None:
+def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages: dict[Any, Any] | None = None) -> None:
     """Walk the include tree: one statement per node, for all parents of that node at once.
     ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
@@ -271,7 +270,8 @@ def id_getter(definition: Any) -> Any:
     return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
 
-def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list[Any], tree: dict[Any, Any], seen: set[Any], pages: dict,
+def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list[Any], tree: dict[Any, Any],
+                seen: set[Any], pages: dict[Any, Any],
                 prefix: str) -> None:
     """One level of the include tree. The linkage of each parent is stored as the document shows
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
@@ -315,11 +315,12 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
             slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
             if counts is not None:
-                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), page)
+                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), cast("IncludePage", page))
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
 
 
-def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any, page: Any) -> tuple[list[Any], dict[Any, Any] | None]:
+def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any,
+                   page: Any) -> tuple[list[Any], dict[Any, Any] | None]:
     """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
     ``IncludePage``) each parent's count of visible members; one statement either way."""
     target = relationship.target_definition

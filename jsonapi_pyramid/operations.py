@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
@@ -132,7 +132,7 @@ def _fallbacks(config: Configurator) -> set[Any]:
     registry = config.registry
     if not hasattr(registry, "jsonapi_operation_fallbacks"):
         registry.jsonapi_operation_fallbacks = set()
-    return registry.jsonapi_operation_fallbacks
+    return cast("set[Any]", registry.jsonapi_operation_fallbacks)
 
 
 def operation_methods(definition: Any, on: str, name: str) -> list[str]:
@@ -166,12 +166,12 @@ def _definition(request: Request, entity: Any) -> Any:
     return definition
 
 
-def _respond(request: Request, document: Any, status: int, headers: dict[Any, Any] | None) -> dict:
+def _respond(request: Request, document: Any, status: int, headers: dict[Any, Any] | None) -> dict[Any, Any]:
     response = request.response
     response.status_code = status
     if headers:
         response.headers.update(headers)
-    return document
+    return cast("dict[Any, Any]", document)
 
 
 def item(request: Request, entity: Any, *, status: int = 200, headers: dict[Any, Any] | None = None, linkage: Iterable[str] = ()) -> Any:

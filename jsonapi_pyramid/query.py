@@ -168,7 +168,7 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
     include_page_values: dict[str, dict[Any, Any]] = {}
     for name, value, family, key, op in query_parameters(request):
         if family == "page" and op is not None:  # page[<include path>][size|number]: any read
-            include_page_values.setdefault(key, {})[op] = (name, value)
+            include_page_values.setdefault(cast("str", key), {})[op] = (name, value)
             continue
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
@@ -180,18 +180,16 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
             plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
             plan.include_given = True
         elif family == "fields":
-            assert key is not None  # query_parameters: fields[<type>]
-            target = _known_type(registry, key, name)
+            target = _known_type(registry, cast("str", key), name)  # query_parameters: fields[<type>]
             names = _split(value, name, allow_empty=True)
             allowed = set(target.attributes) | set(target.relationships.names())
             for field_name in names:
                 if field_name not in allowed:
                     raise BadRequest(f"{key!r} has no field {field_name!r}.", parameter=name)
-            plan.fields[key] = frozenset(names)
+            plan.fields[cast("str", key)] = frozenset(names)
         elif family == "meta":
-            assert key is not None  # query_parameters: meta[<type>]
-            _known_type(registry, key, name)
-            plan.metas[key] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
+            _known_type(registry, cast("str", key), name)  # query_parameters: meta[<type>]
+            plan.metas[cast("str", key)] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
         elif family == "sort":
             plan.sort = _parse_sort(definition, value, name)
         elif family == "page":
@@ -203,8 +201,8 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
             registry, definition, filter_items,
             lambda target, parameter, key, op, raw: _parse_filter(registry, target, parameter, key, op, raw),
             lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
-    for key in plan.sort:
-        check_restricted_path(request, definition, key.path, "sort")
+    for sort_key in plan.sort:
+        check_restricted_path(request, definition, sort_key.path, "sort")
     plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
     if collection:
         plan.page = _parse_page(page_values, settings, profile_requested(request))

@@ -28,7 +28,7 @@ sides, and every fact about the mapping the loaders, validators and the OpenAPI 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
@@ -51,15 +51,15 @@ class Relationship:
         self.property = property or name
         self.mapped_by = mapped_by
         # Filled by resolve():
-        self.owner = None  # ResourceDefinition holding this declaration
-        self.target_definition = None  # ResourceDefinition of ``target``
+        self.owner: Any = None  # ResourceDefinition holding this declaration
+        self.target_definition: Any = None  # ResourceDefinition of ``target``
         self.prop: RelationshipProperty[Any] | None = None
         self.inverse: RelationshipProperty[Any] | None = None
         # Facts about the mapping (the module's table), filled by resolve():
         self.nullable = True
-        self.local_fk = None
-        self.target_id_fk = None
-        self.required_fk = None
+        self.local_fk: Any = None
+        self.target_id_fk: Any = None
+        self.required_fk: Any = None
         self.required_on_create = False
         self.unique = False
         self.members_stay_linked = False
@@ -104,7 +104,7 @@ class Relationship:
         self._resolve_facts(where, owner)
 
     def _resolve_facts(self, where: str, owner: Any) -> None:
-        prop = self.prop
+        prop = cast("RelationshipProperty[Any]", self.prop)
         pairs = prop.local_remote_pairs
         if prop.direction is MANYTOONE:
             if len(pairs) != 1:
@@ -128,7 +128,7 @@ class Relationship:
         """(column holding the owner's id on the target side, (association table, its join to the
         target) or None), when the relationship is joined on exactly ``owner.id = that column``:
         a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
-        prop = self.prop
+        prop = cast("RelationshipProperty[Any]", self.prop)
         pairs = prop.synchronize_pairs
         if len(pairs) != 1 or pairs[0][0] is not owner.id_column:
             return None, None
@@ -142,7 +142,7 @@ class Relationship:
         return None, None
 
     def _resolve_mapped_by(self, where: str) -> RelationshipProperty[Any]:
-        target_mapper = inspect(self.target)
+        target_mapper: Any = inspect(self.target)
         name = self.mapped_by
         declared = self.target_definition.relationships.get(name)
         attribute = declared.property if declared is not None else name
@@ -157,7 +157,7 @@ class Relationship:
                 f"{where}: mapped_by {name!r} ({self.target.__name__}.{attribute}) links to "
                 f"{inverse.mapper.class_.__name__}, not back to {self.owner.model.__name__}"
             )
-        return inverse
+        return cast("RelationshipProperty[Any]", inverse)
 
 
 class ToOneRelationship(Relationship):

@@ -2,7 +2,7 @@
 the security rule (``anonymous_allowed``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import colander
 from pyramid.authorization import ACLHelper, Everyone
@@ -69,7 +69,7 @@ def anonymous_allowed(registry: Any, definition: Any, node: str, permission: Any
     request.registry = registry
     try:
         api = ApiRoot(Root(request), get_registry(registry).settings["root_name"])
-        context = Collection(api, definition)
+        context: Any = Collection(api, definition)
         if node != "collection":
             context = Item(context, definition.model())
             if node == "related":
@@ -101,7 +101,7 @@ def _document_response(type_name: str, schema: str, description: str) -> dict[An
 def members_stay_linked(relationship: Any) -> bool:
     """A one-to-many whose members' foreign key cannot be NULL: a member cannot be removed
     (``Relationship.members_stay_linked``)."""
-    return relationship.members_stay_linked
+    return cast("bool", relationship.members_stay_linked)
 
 
 def _security(public: bool | None) -> list[Any]:

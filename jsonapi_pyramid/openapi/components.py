@@ -12,6 +12,17 @@ from .schemas import _column_schema, _described, colander_to_schema, example_for
 
 
 class ComponentsMixin:
+    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
+    registry: Any
+    jsonapi: Any
+    settings: Any
+    root: str
+    schemas: dict[str, dict[Any, Any]]
+    parameters: dict[str, dict[Any, Any]]
+    paths: dict[str, dict[Any, Any]]
+    _read_parameters: Any
+    _param: Any
+
     # -- shared schemas ---------------------------------------------------------------------
     def _base_schemas(self) -> None:
         s = self.schemas
@@ -76,7 +87,7 @@ class ComponentsMixin:
             return {"type": "string", "format": "uuid"}
         return {"type": "string"}
 
-    def _writable_names(self, definition: Any) -> tuple[set[Any], set]:
+    def _writable_names(self, definition: Any) -> tuple[set[Any], set[Any]]:
         """(names a client may send, as the write path decides; names the transformer shows)."""
         return set(writable_attributes(definition)), set(definition.attributes)
 
@@ -115,9 +126,9 @@ class ComponentsMixin:
         for kind in ("create", "update"):
             self._request_schema(definition, kind, accepted, shown)
 
-    def _resource_object_schema(self, definition: Any, attributes: dict[Any, Any], relationships: dict) -> None:
+    def _resource_object_schema(self, definition: Any, attributes: dict[Any, Any], relationships: dict[Any, Any]) -> None:
         T = definition.type
-        metas = {name: {} for name in definition.available_metas}
+        metas: dict[str, Any] = {name: {} for name in definition.available_metas}
         self.schemas[_camel(T, "Resource")] = {
             "type": "object",
             **({"description": definition.description} if definition.description else {}),
@@ -173,7 +184,7 @@ class ComponentsMixin:
                 nodes.update({child.name: child for child in node.children})
         return nodes
 
-    def _request_schema(self, definition: Any, kind: str, accepted: set[Any], shown: set) -> None:
+    def _request_schema(self, definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> None:
         T = definition.type
         node = _attribute_schema_node(definition, kind)
         if node is not None:
@@ -191,7 +202,7 @@ class ComponentsMixin:
         for relationship in definition.relationships:
             name = _camel(relationship.target_definition.type, "ToManyLinkageRequest" if relationship.many else "ToOneLinkageRequest")
             relationships[relationship.name] = _ref("schemas", name)
-        data = {
+        data: dict[str, Any] = {
             "type": "object",
             "properties": {"type": {"const": T}, "attributes": attributes,
                            "relationships": {"type": "object", "properties": relationships, "additionalProperties": False}},

@@ -11,8 +11,19 @@ from .schemas import _column_schema
 
 
 class ParametersMixin:
+    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
+    registry: Any
+    jsonapi: Any
+    settings: Any
+    root: str
+    schemas: dict[str, dict[Any, Any]]
+    parameters: dict[str, dict[Any, Any]]
+    paths: dict[str, dict[Any, Any]]
+    _id_schema: Any
+    request_example: Any
+
     # -- parameters -----------------------------------------------------------------------------
-    def _param(self, key: str, parameter: dict[Any, Any]) -> dict:
+    def _param(self, key: str, parameter: dict[Any, Any]) -> dict[Any, Any]:
         key = _component_key(key)
         self.parameters.setdefault(key, parameter)
         return _ref("parameters", key)
@@ -95,7 +106,7 @@ class ParametersMixin:
                 if operator in _ORDER_FILTERS[2:] and value.get("type") == "boolean":
                     continue  # true < false means nothing
                 if operator == "isnull":
-                    schema = {"type": "boolean"}
+                    schema: dict[str, Any] = {"type": "boolean"}
                 elif operator in _LIST_FILTERS:
                     schema = {"type": "array", "items": value, "minItems": 1}
                 elif operator in _TEXT_FILTERS:

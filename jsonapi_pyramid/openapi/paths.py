@@ -2,7 +2,8 @@
 the other named views (a part of the builder, ``document._Builder``)."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from ..renderer import MEDIA_TYPE
 from ..traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
@@ -26,6 +27,19 @@ from .common import (
 
 
 class PathsMixin:
+    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
+    registry: Any
+    jsonapi: Any
+    settings: Any
+    root: str
+    schemas: dict[str, dict[Any, Any]]
+    parameters: dict[str, dict[Any, Any]]
+    paths: dict[str, dict[Any, Any]]
+    _read_parameters: Any
+    _param: Callable[[str, dict[Any, Any]], dict[Any, Any]]
+    _id_schema: Any
+    request_example: Any
+
     # -- operations -----------------------------------------------------------------------------
     def _view_row(self, definition: Any, context: Any, method: str, permission: Any) -> None:
         T = definition.type
@@ -45,8 +59,10 @@ class PathsMixin:
                     path = f"{item_path}/relationships/{relationship.name}"
                 self._relationship_operation(definition, relationship, context is Related, path, method, permission, id_param)
 
-    def _operation(self, definition: Any, method: Any, permission: Any, node: Any, relationship: Any = None, *, summary: Any, operation_id: Any,
-                   parameters: Any, responses: Any, errors: Any, body: Any = None, example: Any = None, description: Any = None) -> dict[Any, Any]:
+    def _operation(self, definition: Any, method: Any, permission: Any, node: Any, relationship: Any = None, *,
+                   summary: Any, operation_id: Any,
+                   parameters: Any, responses: Any, errors: Any, body: Any = None, example: Any = None,
+                   description: Any = None) -> dict[Any, Any]:
         public = anonymous_allowed(self.registry, definition, node, permission, relationship)
         statuses = set(_ALWAYS) | set(errors)
         if public is not True:
@@ -125,7 +141,8 @@ class PathsMixin:
                                  responses={"200": {"description": "Success."}}, errors=(404, 409, 422))
         self._add(path, method, op)
 
-    def _relationship_operation(self, definition: Any, relationship: Any, related: bool, path: Any, method: Any, permission: Any, id_param: Any) -> None:
+    def _relationship_operation(self, definition: Any, relationship: Any, related: bool, path: Any, method: Any,
+                                permission: Any, id_param: Any) -> None:
         T, R = definition.type, relationship.name
         target = relationship.target_definition
 
@@ -149,7 +166,7 @@ class PathsMixin:
                                                        "The resource identifiers.")}, errors=(404,))
         elif not related and relationship.many and method in ("POST", "PATCH", "DELETE"):
             verb = {"POST": "Add to", "PATCH": "Replace", "DELETE": "Remove from"}[method]
-            example = {"data": [{"type": target.type, "id": _example_id(target)}]}
+            example: dict[str, Any] | None = {"data": [{"type": target.type, "id": _example_id(target)}]}
             note = None
             if method != "POST" and members_stay_linked(relationship):
                 note = (f"A member cannot leave `{R}`: its own link back is required (a foreign key that "
@@ -185,6 +202,7 @@ class PathsMixin:
         on, name, method = operation.on, operation.name, operation.request_method.upper()
         if not name:  # replaces a standard operation: documented with the view table's rows
             return
+        errors: tuple[int, ...]
         if on == "item":
             path = f"{self.root}/{T}/{{id}}/{name}"
             parameters = [self._id_param(definition)]
@@ -196,7 +214,8 @@ class PathsMixin:
                                              operation_id=f"{T}.{on}.{name}.{method.lower()}",
                                              summary=f"{name}: {on} operation of {T}"))
 
-    def _custom(self, definition: Any, operation: Any, node: Any, method: Any, parameters: Any, errors: Any, *, operation_id: Any, summary: Any) -> dict[Any, Any]:
+    def _custom(self, definition: Any, operation: Any, node: Any, method: Any, parameters: Any, errors: Any, *,
+                operation_id: Any, summary: Any) -> dict[Any, Any]:
         """An operation whose bodies the library cannot derive: generic JSON:API documents, unless
         the view (or its ``validate``) carries an ``openapi`` dict of OpenAPI operation fields."""
         description = operation.description or _doc(operation.view)
@@ -205,7 +224,7 @@ class PathsMixin:
             body = {"type": "object", "properties": {"data": {"type": ["object", "array"]}, "meta": {"type": "object"}},
                     "required": ["data"]}
             if _doc(operation.validate):
-                description = " ".join(filter(None, [description, "Body: " + _doc(operation.validate)]))
+                description = " ".join(filter(None, [description, "Body: " + cast("str", _doc(operation.validate))]))
         statuses = ("200", "201") if node == "collection" and method == "POST" else ("200",)
         generic = {"description": "The operation's document.", "content": {MEDIA_TYPE: {"schema": _ref("schemas", "AnyDocument")}}}
         op = self._operation(definition, method, operation.permission, node, summary=summary,

@@ -23,7 +23,7 @@ def _validators(node: Any) -> list[Any]:
     return found
 
 
-def _described(schema: dict[Any, Any], node: Any) -> dict:
+def _described(schema: dict[Any, Any], node: Any) -> dict[Any, Any]:
     description = getattr(node, "description", "") or ""
     title = getattr(node, "raw_title", None)
     if isinstance(title, str) and title:
@@ -58,7 +58,7 @@ _SCALAR_TYPES = (
 
 def _mapping_schema(node: Any) -> dict[Any, Any]:
     properties = {child.name: colander_to_schema(child) for child in node.children}
-    schema = {"type": "object", "properties": properties}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
     required = [child.name for child in node.children if node_required(child)]
     if required:
         schema["required"] = required

@@ -196,7 +196,7 @@ def _read_relationships(request: Request, definition: Any, data: dict[Any, Any],
 
 def required_on_create(relationship: Any) -> bool:
     """A to-one whose foreign key on the owner's table cannot be NULL must be given on create."""
-    return relationship.required_on_create
+    return cast("bool", relationship.required_on_create)
 
 
 def _add_defaults(request: Request, definition: Any, linkages: list[Any], entity: Any, failures: Failures) -> None:
