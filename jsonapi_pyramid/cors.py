@@ -27,10 +27,11 @@ from pyramid_retry import is_error_retryable
 __all__ = ["ALLOW_HEADERS", "ANY_ORIGIN", "EXPOSE_HEADERS", "cors_tween_factory", "named_view_methods", "parse_origins",
            "preflight_methods"]
 
-#: Request headers a page may send (a JSON:API ``Accept`` with ``ext`` is not a "simple" header).
-ALLOW_HEADERS = "Accept, Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id"
+#: Request headers a page may send (a JSON:API ``Accept`` with ``ext`` is not a "simple" header;
+#: ``X-Database-Position``: read-your-writes on replicas, ``replicas.py``).
+ALLOW_HEADERS = "Accept, Authorization, Content-Type, If-Match, If-None-Match, X-Database-Position, X-Request-Id"
 #: Response headers a page may read besides the safelisted ones.
-EXPOSE_HEADERS = "Allow, ETag, Location, Retry-After, WWW-Authenticate, X-Request-Id"
+EXPOSE_HEADERS = "Allow, ETag, Location, Retry-After, WWW-Authenticate, X-Database-Position, X-Request-Id"
 ANY_ORIGIN = "*"
 
 _HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
