@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INI ?= development.ini
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser
+.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -93,3 +93,10 @@ docs: $(STAMP)
 # The lint gate (configured in pyproject.toml); `make test` runs it too (tests/distribution/test_lint.py).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# Soak, by hand only (never part of `make test`): two `pserve production.ini` processes on a fresh
+# PostgreSQL database (127.0.0.1:5432, dropped afterwards), 8 client connections of mixed reads and
+# writes for SOAK_SECONDS (600); RSS, pg_stat_activity connections and error counts appended to
+# bench/RESULTS.md. SOAK_CLIENTS, SOAK_SCALE, SOAK_DATABASE_URL: see bench/soak.py.
+soak: $(STAMP)
+	$(BIN)/python bench/soak.py

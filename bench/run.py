@@ -287,6 +287,8 @@ SCENARIOS = {
     "S5": "POST /api/articles, authenticated",
     "S6n": "GET /api/articles?page[number]=200&page[size]=20",
     "S6c": "GET /api/articles?page[after]=<cursor of page 199>&page[size]=20",
+    "S7u": "GET /api/articles?page[size]=50&include=comments (every comment of each article)",
+    "S7p": "GET /api/articles?page[size]=50&include=comments&page[comments][size]=3 (paged, counted include)",
 }
 
 
@@ -323,6 +325,11 @@ def build_request(app: str, scenario: str, server: Server, f: dict, context: dic
         if app == "peer":
             raise Unavailable("pyramid-jsonapi has no cursor pagination")
         return cursor_request(server, context)
+    if scenario in ("S7u", "S7p"):
+        if app != "ours":
+            raise Unavailable("only the reference service pages includes (S7u is S7p's baseline)")
+        paged = {"page[comments][size]": "3"} if scenario == "S7p" else {}
+        return Request("/api/articles?" + q(**{"page[size]": "50", "include": "comments"}, **paged))
     raise AssertionError(scenario)
 
 

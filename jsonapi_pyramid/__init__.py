@@ -13,7 +13,7 @@ from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
 from .body import json_body, request_body
-from .contract import Registry, ResourceDefinition, get_registry
+from .contract import ActionOrder, Registry, ResourceDefinition, get_registry
 from .cors import parse_origins
 from .errors import (
     BadRequest,
@@ -28,8 +28,10 @@ from .errors import (
 from .loading import count_of
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
+from .renderer import JsonApiRenderer
 from .security import Permission
 from .transformer import Transformer
+from .traversal import Root
 from .writes import add_write_check
 
 __version__ = "0.1.0"
@@ -62,12 +64,20 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
+    # members per parent of a to-many include path without page[<path>][size]; 0: all of them
+    "default_include_size": 0,
+    # largest page[<path>][size] (and default_include_size)
+    "max_include_size": 100,
     # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
     "max_filter_depth": 3,
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
-    "expose_errors": False,
+    # the OpenAPI document's info.title and info.version
+    "openapi_title": "JSON:API",
+    "openapi_version": "1.0.0",
+    # the ``api`` node's ACL (a list of ACEs, given from Python); None: security.DEFAULT_ROOT_ACL
+    "root_acl": None,
     # HMAC key of pagination cursors; empty: a random one per process (set it when several
     # processes serve the API, or cursors made by one are refused by the others).
     "cursor_secret": "",
@@ -80,27 +90,32 @@ DEFAULTS = {
     "allow_acl_without_policy": False,
 }
 
-#: The order of the action that resolves every declaration: after all registrations (order 0).
-RESOLVE_ORDER = 10
+#: The order of the action that resolves every declaration (``ActionOrder``).
+RESOLVE_ORDER = ActionOrder.RESOLVE
 
 
 def parse_settings(settings) -> dict:
     parsed = {}
     for key, default in DEFAULTS.items():
         raw = settings.get(f"jsonapi.{key}", default)
-        if isinstance(default, bool):
+        if default is None:  # a Python object, given as is
+            parsed[key] = raw
+        elif isinstance(default, bool):
             parsed[key] = asbool(raw)
         elif isinstance(default, int):
             try:
                 parsed[key] = int(raw)
             except (TypeError, ValueError):
                 raise ConfigurationError(f"jsonapi.{key} must be an integer, not {raw!r}") from None
-            if parsed[key] < 1:
-                raise ConfigurationError(f"jsonapi.{key} must be at least 1")
+            minimum = 0 if key == "default_include_size" else 1  # 0: no default include page
+            if parsed[key] < minimum:
+                raise ConfigurationError(f"jsonapi.{key} must be at least {minimum}")
         else:
-            parsed[key] = str(raw)
+            parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
+    if parsed["default_include_size"] > parsed["max_include_size"]:
+        raise ConfigurationError("jsonapi.default_include_size must not exceed jsonapi.max_include_size")
     parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
@@ -165,8 +180,6 @@ def _request_id(request) -> str:
 
 def includeme(config):
     """Turn the library on: the root factory, the views, error rendering and negotiation."""
-    from .traversal import Root
-
     registry = Registry(parse_settings(config.get_settings()))
     config.registry.jsonapi = registry
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
@@ -176,6 +189,8 @@ def includeme(config):
     config.add_request_method(request_body, "jsonapi_body", reify=True)
     config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
+    config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
+    config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)
     config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")

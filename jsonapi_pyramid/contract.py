@@ -16,22 +16,34 @@ the field, so it can never reach a client.
 """
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
-from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty, aliased
-from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.sqltypes import Integer, NullType, String, Uuid
 
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, Readers, StatementCache, build_fields, visibility_of
+from .schema import Field, Readers, StatementCache, attribute_sql, build_fields, column_kind, visibility_of
 from .transformer import Transformer, meta_method_name
 
-__all__ = ["Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
+__all__ = ["ActionOrder", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
+
+
+class ActionOrder(enum.IntEnum):
+    """The order of the library's configuration actions (Pyramid runs actions by ascending
+    order when the configuration commits; 0 is the default): every ``add_jsonapi_resource``
+    registers its type, then custom operations are recorded on their types, then every
+    declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
+    is built from the result."""
+
+    REGISTER = 0
+    OPERATIONS = 5
+    RESOLVE = 10
+    OPENAPI = 20
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
@@ -79,27 +91,6 @@ def _id_rule(model: type, column, declared: str | None) -> tuple[str, Callable[[
         f"{column.name} ({column_type!r}); use 'integer' for integer keys, 'uuid' for Uuid or text "
         "keys holding UUIDs, 'string' for text keys"
     )
-
-
-def attribute_sql(model, attribute: str):
-    """(SQL expression, its type) of a mapped attribute that SQL can compute: a column, a
-    ``column_property``, or a ``hybrid_property`` whose class-level side is a SQL expression
-    (its ``.expression``, or a getter that works on the class). None for anything else (a plain
-    Python property, a hybrid that only works on instances): such an attribute cannot be
-    filtered or sorted in SQL."""
-    mapper = inspect(model)
-    if isinstance(mapper.attrs.get(attribute), ColumnProperty):
-        expression = getattr(model, attribute)
-        return expression, expression.__clause_element__().type
-    descriptor = mapper.all_orm_descriptors.get(attribute)
-    if getattr(descriptor, "extension_type", None) is not HybridExtensionType.HYBRID_PROPERTY:
-        return None
-    try:
-        expression = getattr(model, attribute)
-        clause = expression.__clause_element__() if hasattr(expression, "__clause_element__") else expression
-    except Exception:  # noqa: BLE001 - a getter that needs an instance: not SQL
-        return None
-    return (expression, clause.type) if isinstance(clause, ColumnElement) else None
 
 
 class ResourceDefinition:
@@ -152,6 +143,8 @@ class ResourceDefinition:
         self.relationships: RelationshipsCollection = RelationshipsCollection()
         self.id_attribute: str = ""
         self.id_column = None
+        #: ``schema.column_kind`` of the id column
+        self.id_kind: str = "integer"
         #: the id's value from a string, by the id's type, forgiving spelling (filter values);
         #: ``parse_id`` is the strict rule for ids that name a resource
         self.parse_id_value: Callable[[str], Any] = _parse_int
@@ -194,11 +187,25 @@ class ResourceDefinition:
         column = mapper.primary_key[0]
         self.id_column = column
         self.id_attribute = mapper.get_property_by_column(column).key
+        self.id_kind = column_kind(column.type)
         self.id_format, self.parse_id_value = _id_rule(model, column, self.id_format)
         # Does the server make ids? (a default, a server default, or an integer key the database counts)
         self.id_generated = (column.default is not None or column.server_default is not None
                              or (isinstance(column.type, Integer) and column.autoincrement in ("auto", True)))
+        sample = self._resolve_transformer()
+        self.fields = build_fields(model, self.transformer_class)
+        self.readers = Readers(model, self.transformer_class, self.attributes)
+        self.owner = aliased(model)
+        self.record_columns = self._record_columns(mapper, sample)
+        declared = getattr(model, "relationships", None)
+        collection = declared() if declared is not None else RelationshipsCollection()
+        if not isinstance(collection, RelationshipsCollection):
+            raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+        self.relationships = collection
 
+    def _resolve_transformer(self) -> Transformer:
+        """The transformer class and what it declares, checked; returns a sample instance."""
+        model = self.model
         factory = getattr(model, "transformer", None)
         if factory is None:
             raise ConfigurationError(f"{model.__name__}: a resource needs a transformer() class method")
@@ -221,10 +228,6 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: attribute {name!r} reads "
                     f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
                 )
-        self.fields = build_fields(model, self.transformer_class)
-        self.readers = Readers(model, self.transformer_class, self.attributes)
-        self.owner = aliased(model)
-        self.record_columns = self._record_columns(mapper, sample)
         for name in self.restricted:
             if name not in self.attributes:
                 raise ConfigurationError(f"{model.__name__}: restricted field {name!r} is not an attribute")
@@ -235,11 +238,7 @@ class ResourceDefinition:
                     f"{self.transformer_class.__name__}: meta field {field!r} is listed in "
                     f"available_metas but the method {method}() is missing"
                 )
-        declared = getattr(model, "relationships", None)
-        collection = declared() if declared is not None else RelationshipsCollection()
-        if not isinstance(collection, RelationshipsCollection):
-            raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
-        self.relationships = collection
+        return sample
 
     def _record_columns(self, mapper, transformer: Transformer) -> tuple | None:
         """The columns of a record of this type (``transformer`` module): the id, the column

@@ -53,6 +53,9 @@ from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
 from . import replicas
+from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
+from .negotiation import bound_body
+from .traversal import Root
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_transient_error"]
 
@@ -72,7 +75,10 @@ _FLUSHED = "jsonapi.flushed"
 
 
 def get_engine(settings, prefix: str = "sqlalchemy."):
-    engine = engine_from_config(settings, prefix)
+    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
+    (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
+    engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+    bound_statement_time(engine, statement_timeout_ms(settings))
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
@@ -268,8 +274,6 @@ def bound_unsized_body(request):
     ``Content-Length`` is read here up to ``jsonapi.max_body_bytes`` + 1 bytes only, so the
     negotiation tween then answers 413 for a longer one. Returns None: the configured attempts.
     """
-    from .negotiation import bound_body
-
     jsonapi = getattr(request.registry, "jsonapi", None)
     if jsonapi is not None:
         bound_body(request, jsonapi.settings["max_body_bytes"])
@@ -315,8 +319,5 @@ def includeme(config):
         return session
 
     config.add_request_method(dbsession, reify=True)
-
-    from .traversal import Root
-
     config.add_view(health_view, context=Root, name="health", request_method=("GET", "HEAD"),
                     permission=NO_PERMISSION_REQUIRED)

@@ -1,5 +1,11 @@
 """Documents: resource objects, linkage, links and top-level members, as plain dicts.
 
+Every answer that shows resources is made by one of three functions, used by the read views, the
+write views and custom operations alike: ``resource_document`` (one resource or null),
+``page_document`` (a page of them) and ``linkage_document`` (a relationship's linkage). Each
+loads the includes the plan asks for (``loading``) and returns the document; the ``jsonapi``
+renderer turns it into bytes.
+
 URLs are formatted from one base URL per request (``request.resource_url`` of the ``api`` node),
 not computed per resource. What each type shows (attributes and relationships after sparse
 fieldsets) is worked out once per type per document.
@@ -15,11 +21,13 @@ from pyramid.traversal import find_interface
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
-from .loading import Loaded, id_getter
-from .query import QueryPlan
+from .include_pages import PagedMembers
+from .loading import Loaded, id_getter, load_includes, load_linkage_page, load_related_one
+from .query import QueryPlan, parse_query
 from .transformer import Transformer
+from .traversal import ApiRoot
 
-__all__ = ["DocumentBuilder"]
+__all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
 
 JSONAPI = {"version": "1.1"}
 
@@ -36,17 +44,72 @@ def resource_object(type_name: str, resource_id: str, url: str, attributes: dict
         if linkage:
             for name, data in linkage.items():
                 member = shown.get(name)
-                if member is not None:
-                    member["data"] = data
+                if member is None:
+                    continue
+                if type(data) is PagedMembers:  # a paged include: its page, count and page links
+                    member["links"].update(data.links(member["links"]["related"]))
+                    member["meta"] = {"count": data.count}
+                    data = data.members
+                member["data"] = data
         obj["relationships"] = shown
     obj["links"] = {"self": url}
     return obj
 
 
+def resource_document(request, plan: QueryPlan, definition: ResourceDefinition, entity,
+                      linkage: tuple = (), pages: dict | None = None) -> dict:
+    """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
+    ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
+    are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
+    loaded = Loaded(definition, [entity] if entity is not None else [])
+    tree = plan.include
+    if linkage:
+        tree = dict(tree)
+        for name in linkage:
+            tree.setdefault(name, {})
+    load_includes(request, loaded, tree, pages)
+    return DocumentBuilder(request, plan).single(loaded)
+
+
+def page_document(request, plan: QueryPlan, loaded: Loaded, pages: dict | None = None) -> dict:
+    """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas;
+    ``pages``: paged includes, ``plan.include_pages`` on reads)."""
+    load_includes(request, loaded, plan.include, pages)
+    return DocumentBuilder(request, plan).collection(loaded)
+
+
+def linkage_document(context, request) -> dict:
+    """The linkage document of a relationship node (``GET``, and the answer of to-many writes):
+    identifiers; to-many ones carry the related resource's URL in ``links.self``, and a to-many
+    is a page (filters, sort, ``page``, ``totalCount``)."""
+    relationship = context.relationship
+    target = relationship.target_definition
+    owner = context.definition
+    plan = parse_query(request, target, collection=relationship.many)
+    builder = DocumentBuilder(request, plan)
+    owner_url = builder.url(owner, owner.identity(context.entity))
+    links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}
+    if not relationship.many:
+        entity = load_related_one(request, owner, relationship, context.entity)
+        data = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
+        return {"jsonapi": JSONAPI, "data": data, "links": links}
+    parent = (owner, relationship, getattr(context.entity, owner.id_attribute))
+    paged = load_linkage_page(request, target, plan, parent=parent)
+    if target.subtypes:  # instances (load_linkage_page)
+        data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
+                for member in paged.primary]
+    else:
+        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
+    links.update(builder.page_links(paged))
+    document = {"jsonapi": JSONAPI, "data": data, "links": links}
+    meta = builder.total_meta(paged.total)
+    if meta:
+        document["meta"] = meta
+    return DocumentBuilder.apply_cursors(document, paged)
+
+
 def api_base(request) -> str:
     """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
-    from .traversal import ApiRoot
-
     return request.resource_url(find_interface(request.context, ApiRoot))
 
 

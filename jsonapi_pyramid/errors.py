@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from pyramid.exceptions import URLDecodeError
 from pyramid.httpexceptions import HTTPException, HTTPForbidden, HTTPNotFound
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm.exc import StaleDataError
 
+from .deadlines import statement_timed_out
 from .renderer import json_response
 
 __all__ = [
@@ -109,6 +111,18 @@ class MethodNotAllowed(JsonApiError):
         allowed = sorted(set(allowed))
         super().__init__(f"{method} is not allowed here; allowed: {', '.join(allowed)}.",
                          headers={"Allow": ", ".join(allowed)})
+
+
+def method_not_allowed_view(allowed):
+    """The one kind of 405 view: registered without a ``request_method`` predicate beside the
+    views of a context (or a named view), it answers every other method with 405 and ``Allow``.
+    ``allowed``: the methods, or ``(context, request) -> methods`` when they are known only at
+    request time (custom operations)."""
+
+    def method_not_allowed(context, request):
+        raise MethodNotAllowed(request.method, allowed(context, request) if callable(allowed) else allowed)
+
+    return method_not_allowed
 
 
 class NotAcceptable(JsonApiError):
@@ -231,11 +245,23 @@ def data_error_view(exc: DataError, request):
 
 
 def database_unavailable_view(exc: DBAPIError, request):
+    if statement_timed_out(exc):
+        log.warning("statement cancelled by jsonapi.statement_timeout_ms (request id %s): %s",
+                    getattr(request, "request_id", "-"), str(exc.orig).strip().splitlines()[0])
+        detail = "The request took longer than the service allows; try again later."
+        return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
         log.warning("database unavailable: %s", exc.orig)
         detail = "The database is not reachable; try again shortly."
         return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     return internal_error_view(exc, request)
+
+
+def pool_timeout_view(exc: PoolTimeout, request):
+    """Every connection of the pool stayed busy for ``jsonapi.pool_timeout_seconds``: 503."""
+    log.warning("no database connection free within the pool timeout (request id %s)", getattr(request, "request_id", "-"))
+    detail = "The service is busy; try again shortly."
+    return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
 
 
 def internal_error_view(exc: Exception, request):
@@ -256,4 +282,5 @@ def includeme(config):
     config.add_exception_view(data_error_view, context=DataError)
     config.add_exception_view(stale_data_view, context=StaleDataError)
     config.add_exception_view(database_unavailable_view, context=DBAPIError)
+    config.add_exception_view(pool_timeout_view, context=PoolTimeout)
     config.add_exception_view(internal_error_view, context=Exception)

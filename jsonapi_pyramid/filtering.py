@@ -16,14 +16,12 @@ from __future__ import annotations
 from itertools import count as numbering
 
 from sqlalchemy import Boolean, String, and_, bindparam, false, func, not_, or_, select, true
-from sqlalchemy.orm import MANYTOONE
 
 from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .query import FilterTerm
 
-__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filter_visibilities",
-           "filters_criterion", "related_count"]
+__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_count"]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -61,24 +59,6 @@ def filter_shape(nodes) -> tuple:
         else:
             shape.append((node.path, node.operator, node.value if node.operator == "isnull" else None))
     return tuple(shape)
-
-
-def filter_visibilities(request, definition, nodes) -> list:
-    """The visibility criterion of every resource type a compiled ``nodes`` looks at through
-    relationships, in a fixed order (with ``filter_shape``, what a kept statement depends on)."""
-    criteria = []
-    for node in nodes:
-        path = node.path if not isinstance(node, Group) else ()
-        current = definition
-        for name in path:
-            relationship = current.relationships.get(name)
-            if relationship is None:
-                break
-            current = relationship.target_definition
-            criteria.append(current.visibility(request))
-        if isinstance(node, (Group, Quantified)):
-            criteria.extend(filter_visibilities(request, current, node.members))
-    return criteria
 
 
 def filters_criterion(request, definition: ResourceDefinition, nodes):
@@ -236,35 +216,16 @@ def filter_criterion(request, definition: ResourceDefinition, term: FilterTerm, 
 
 def _local_foreign_key(request, definition, path):
     """The owner's foreign key column when ``path`` is one to-one relationship held by a foreign
-    key on the owner's table, to a target without a visibility rule (comparing the key then
-    answers exactly what comparing the related id does); else None."""
+    key on the owner's table (``Relationship.target_id_fk``), to a target without a visibility
+    rule (comparing the key then answers exactly what comparing the related id does); else None."""
     if len(path) != 1:
         return None
     relationship = definition.relationships.get(path[0])
-    if relationship is None or relationship.many:
+    if relationship is None or relationship.target_id_fk is None:
         return None
-    target = relationship.target_definition
-    prop = relationship.prop
-    if prop.direction is not MANYTOONE or target.visibility(request) is not None:
+    if relationship.target_definition.visibility(request) is not None:
         return None
-    pairs = prop.local_remote_pairs
-    if len(pairs) != 1 or pairs[0][1] is not target.id_column:
-        return None
-    return pairs[0][0]
-
-
-def _required_foreign_key(relationship):
-    """The owner's NOT NULL foreign key column when ``relationship`` is a plain many-to-one held
-    by that one column and pointing at the target's id; else None."""
-    if relationship.many:
-        return None
-    prop = relationship.prop
-    if prop.direction is not MANYTOONE or prop.secondary is not None:
-        return None
-    pairs = prop.local_remote_pairs
-    if len(pairs) != 1 or pairs[0][1] is not relationship.target_definition.id_column or pairs[0][0].nullable:
-        return None
-    return pairs[0][0]
+    return relationship.target_id_fk
 
 
 def _criterion(request, definition, path, operator, value, dialect, name):
@@ -278,7 +239,7 @@ def _criterion(request, definition, path, operator, value, dialect, name):
     exists = accessor.any if relationship.many else accessor.has
     visible = target.visibility(request)
     visible = visible if visible is not None else true()
-    foreign_key = _required_foreign_key(relationship) if rest else None
+    foreign_key = relationship.required_fk if rest else None
     if foreign_key is not None:
         # owner.fk IN (SELECT target.id WHERE ...): the same rows as the EXISTS below (the key is
         # never NULL, so its complement is exact too), but the subquery runs once, not per row.

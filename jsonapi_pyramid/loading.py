@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, func, inspect, select
+from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.engine import Row
-from sqlalchemy.orm import ONETOMANY
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
+from .include_pages import PagedMembers, page_members, paged_statement
 from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
 from .query import QueryPlan
 
@@ -100,12 +100,12 @@ def _apply_sort(request, definition, plan, statement):
                 joined.add((current.type, name))
             current = target
             through = True
-        attribute = current.id_attribute if key.path[-1] == "id" else current.entity_attribute(key.path[-1])
-        column = getattr(current.model, attribute)
-        prop = inspect(current.model).attrs.get(attribute)
-        # only a plain NOT NULL column is known never to be NULL (not a column_property or a hybrid)
-        nullable = through or prop is None or any(getattr(c, "nullable", True) for c in getattr(prop, "columns", ()))
-        keys.append(OrderKey(column, key.descending, nullable))
+        if key.path[-1] == "id":
+            column, nullable = getattr(current.model, current.id_attribute), False
+        else:
+            field = current.fields[key.path[-1]]
+            column, nullable = field.expression, field.nullable
+        keys.append(OrderKey(column, key.descending, through or nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
         # ``created_at DESC, id DESC``, which one backward index scan delivers in order.
@@ -250,13 +250,14 @@ def load_related_one(request, parent_definition, relationship, parent_entity):
 
 # -- includes ------------------------------------------------------------------------------------
 
-def load_includes(request, loaded: Loaded, tree: dict) -> None:
-    """Walk the include tree: one statement per node, for all parents of that node at once."""
+def load_includes(request, loaded: Loaded, tree: dict, pages: dict | None = None) -> None:
+    """Walk the include tree: one statement per node, for all parents of that node at once.
+    ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
         return
     get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
     seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
-    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen)
+    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
 
 
 def id_getter(definition):
@@ -266,7 +267,8 @@ def id_getter(definition):
     return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
 
-def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set) -> None:
+def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, seen: set, pages: dict,
+                prefix: str) -> None:
     """One level of the include tree. The linkage of each parent is stored as the document shows
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
     if not parents or not tree:
@@ -280,12 +282,8 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         target = relationship.target_definition
-        statement = statements.get(request, ("include", definition, name),
-                                   lambda: _include_statement(request, statements, definition, relationship))
-        if target.record_columns is not None:  # records: (*record columns, parent id)
-            pairs = [(row[-1], row) for row in read_records(request, statement, parameters)]
-        else:  # (parent id, instance)
-            pairs = request.dbsession.execute(statement, parameters).all()
+        page = pages.get(prefix + name)
+        pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = id_getter(target)
         by_parent: dict[Any, list] = {}
         identifiers: dict[str, dict] = {}  # id -> identifier; also each resource once for the next level
@@ -312,7 +310,27 @@ def _load_level(request, loaded: Loaded, definition, parents: list, tree: dict, 
             members = by_parent.get(parent_id)
             slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
-        _load_level(request, loaded, target, children, subtree, seen)
+            if counts is not None:
+                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), page)
+        _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
+
+
+def _include_pairs(request, statements, definition, relationship, parameters, page) -> tuple[list, dict | None]:
+    """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
+    ``IncludePage``) each parent's count of visible members; one statement either way."""
+    target = relationship.target_definition
+    records = target.record_columns is not None
+    if page is None:
+        statement = statements.get(request, ("include", definition, relationship.name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
+        if records:  # (*record columns, parent id)
+            return [(row[-1], row) for row in read_records(request, statement, parameters)], None
+        return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
+    statement = statements.get(request, ("include paged", definition, relationship.name), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship), target, records))
+    parameters = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
+    return page_members(rows, records, page)
 
 
 def _include_statement(request, statements, definition, relationship):
@@ -321,7 +339,7 @@ def _include_statement(request, statements, definition, relationship):
     selects the record's columns and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
-    (``_kept_parent_id``): the target's foreign key, or the association table's, so the statement
+    (``relationship.kept_parent_id``): the target's foreign key, or the association table's, so the statement
     does not join the owner's table (PostgreSQL does not carry an ``IN`` list across a join:
     through the owner, a many-to-many include scanned the whole association table). Otherwise,
     and for a relationship kept on the owner's side (a many-to-one) or joined on more than its
@@ -338,7 +356,7 @@ def _include_base(definition, relationship):
     """The statement of ``_include_statement`` without visibility."""
     target = relationship.target_definition
     target_id = getattr(target.model, target.id_attribute)
-    parent_id, association = (None, None) if target.visible is not None else _kept_parent_id(definition, relationship)
+    parent_id, association = (None, None) if target.visible is not None else relationship.kept_parent_id
     if parent_id is None:
         owner = definition.owner
         parent_id = getattr(owner, definition.id_attribute)
@@ -355,24 +373,6 @@ def _include_base(definition, relationship):
         .order_by(parent_id, target_id)
     )
     return statement
-
-
-def _kept_parent_id(definition, relationship):
-    """(column holding the owner's id on the target side, (association table, its join to the
-    target) or None), when the relationship is joined on exactly ``owner.id = that column``:
-    a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
-    prop = relationship.prop
-    pairs = prop.synchronize_pairs
-    if len(pairs) != 1 or pairs[0][0] is not definition.id_column:
-        return None, None
-    owner_id, kept = pairs[0]
-    if not prop.primaryjoin.compare(owner_id == kept):
-        return None, None
-    if prop.secondary is not None:
-        return kept, (prop.secondary, prop.secondaryjoin)
-    if prop.direction is ONETOMANY:
-        return kept, None
-    return None, None
 
 
 # -- metas ---------------------------------------------------------------------------------------

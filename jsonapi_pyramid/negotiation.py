@@ -14,7 +14,7 @@
 """
 from __future__ import annotations
 
-from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMediaType
+from .errors import BadRequest, NotAcceptable, PayloadTooLarge, UnsupportedMediaType, url_is_utf8
 from .renderer import MEDIA_TYPE
 
 _ALLOWED_PARAMETERS = {"ext", "profile"}
@@ -62,7 +62,6 @@ def check_url(request) -> None:
     """A path or query string that is not UTF-8, or holds a NUL character -> 400, before any use."""
     from urllib.parse import unquote_to_bytes
 
-    from .errors import url_is_utf8
 
     environ = request.environ
     if not url_is_utf8(environ):

@@ -3,7 +3,8 @@
 An operation handles one task on one resource type, on an item (``/api/users/<id>/activate``) or
 on the collection (``/api/users/activate``). It is a plain ``(context, request)`` function that
 reads the resolved resource (``context.entity`` on an item) and answers through the helpers
-below, which build the JSON:API document::
+below, which build the JSON:API document (the ``jsonapi`` renderer makes its bytes; a view may
+also return its own ``Response``)::
 
     def activate(context, request):
         context.entity.active = True
@@ -30,13 +31,13 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .body import request_data
-from .contract import get_registry
-from .document import DocumentBuilder
-from .errors import MethodNotAllowed
-from .loading import Loaded, load_includes
+from .contract import ActionOrder, get_registry
+from .document import page_document, resource_document
+from .errors import method_not_allowed_view
+from .loading import Loaded
 from .query import parse_query
-from .renderer import json_response
 from .security import Permission
+from .traversal import Collection, Item
 from .validation import resolve_identifiers
 
 __all__ = [
@@ -49,8 +50,6 @@ __all__ = [
     "request_data",
 ]
 
-#: Before the registry resolves (order 10) and after the resources are registered (order 0).
-OPERATIONS_ORDER = 5
 
 ON_CONTEXT = ("item", "collection")
 
@@ -100,8 +99,6 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
     named permission). ``validate``: ``(context, request) -> value`` run after authorization.
     ``name=""`` replaces the standard operation of that context and method for this type only.
     """
-    from .traversal import Collection, Item
-
     if on not in ON_CONTEXT:
         raise ConfigurationError(f"add_jsonapi_operation: on must be one of {ON_CONTEXT}, not {on!r}")
     if name in {"relationships"} or "/" in name:
@@ -110,7 +107,7 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
     operation = Operation(model, name, view, on, request_method, str(permission), validate, description)
     context = Item if on == "item" else Collection
     config.add_view(operation, context=context, name=name, request_method=request_method,
-                    permission=operation.permission, jsonapi_model=model)
+                    permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
     registry = get_registry(config.registry)
 
     def record():
@@ -119,7 +116,7 @@ def add_jsonapi_operation(config, model, name: str, view: Callable, *, on: str =
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
         definition.operations[(on, name, request_method)] = operation
 
-    config.action(("jsonapi-operation", model, on, name, request_method), record, order=OPERATIONS_ORDER)
+    config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS)
     if name and (model, on, name) not in _fallbacks(config):
         # Other methods on the operation's URL: 405 listing the ones registered (read at request time).
         _fallbacks(config).add((model, on, name))
@@ -141,10 +138,10 @@ def operation_methods(definition, on: str, name: str) -> list[str]:
 
 
 def _method_not_allowed(on: str, name: str):
-    def operation_method_not_allowed(context, request):
-        raise MethodNotAllowed(request.method, operation_methods(context.definition, on, name))
+    def allowed(context, request) -> list[str]:
+        return operation_methods(context.definition, on, name)
 
-    return operation_method_not_allowed
+    return method_not_allowed_view(allowed)
 
 
 # -- reading a request ---------------------------------------------------------------------------
@@ -166,33 +163,30 @@ def _definition(request, entity):
     return definition
 
 
-def _loaded_one(request, entity, linkage: Iterable[str]):
-    definition = _definition(request, entity)
-    plan = parse_query(request, definition, collection=False)
-    loaded = Loaded(definition, [entity])
-    tree = dict(plan.include)
-    for name in linkage:  # relationships whose linkage the answer always shows
-        tree.setdefault(name, {})
-    load_includes(request, loaded, tree)
-    return definition, plan, loaded
+def _respond(request, document, status: int, headers: dict | None) -> dict:
+    response = request.response
+    response.status_code = status
+    if headers:
+        response.headers.update(headers)
+    return document
 
 
 def item(request, entity, *, status: int = 200, headers: dict | None = None, linkage: Iterable[str] = ()):
     """A document whose primary data is ``entity`` (``include`` and ``fields`` apply).
     ``linkage``: relationships whose ``data`` is shown even when not included."""
-    _, plan, loaded = _loaded_one(request, entity, linkage)
-    return json_response(DocumentBuilder(request, plan).single(loaded), status=status, headers=headers)
+    definition = _definition(request, entity)
+    plan = parse_query(request, definition, collection=False)
+    return _respond(request, resource_document(request, plan, definition, entity, tuple(linkage)), status, headers)
 
 
 def created(request, entity, *, linkage: Iterable[str] = ()):
     """201 with ``Location`` and the document of the new ``entity`` (flush first, so it has an id)."""
     request.dbsession.flush()
-    definition, plan, loaded = _loaded_one(request, entity, linkage)
-    builder = DocumentBuilder(request, plan)
-    location = builder.url(definition, definition.identity(entity))
-    document = builder.single(loaded)
-    document["links"]["self"] = location
-    return json_response(document, status=201, headers={"Location": location})
+    definition = _definition(request, entity)
+    plan = parse_query(request, definition, collection=False)
+    document = resource_document(request, plan, definition, entity, tuple(linkage))
+    location = document["links"]["self"] = document["data"]["links"]["self"]
+    return _respond(request, document, 201, {"Location": location})
 
 
 def collection(request, entities: list, *, status: int = 200, definition=None):
@@ -202,9 +196,7 @@ def collection(request, entities: list, *, status: int = 200, definition=None):
     if definition is None:
         definition = _definition(request, entities[0]) if entities else request.context.definition
     plan = parse_query(request, definition, collection=False)
-    loaded = Loaded(definition, list(entities))
-    load_includes(request, loaded, plan.include)
-    return json_response(DocumentBuilder(request, plan).collection(loaded), status=status)
+    return _respond(request, page_document(request, plan, Loaded(definition, list(entities))), status, None)
 
 
 def includeme(config):

@@ -29,10 +29,9 @@ from urllib.parse import quote, urlencode
 
 import orjson
 from sqlalchemy import and_, false, or_
-from sqlalchemy.sql import sqltypes
 
-from .contract import attribute_sql
 from .errors import BadRequest, error_object
+from .schema import CURSOR_KINDS
 
 __all__ = [
     "ERROR_TYPES",
@@ -59,9 +58,6 @@ ERROR_TYPES = {
 }
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
-# Column types whose values a cursor can carry exactly (Enum is a String).
-_CURSOR_TYPES = (sqltypes.Integer, sqltypes.String, sqltypes.Boolean, sqltypes.Numeric, sqltypes.Float, sqltypes.Date,
-                 sqltypes.DateTime, sqltypes.Time, sqltypes.Uuid)
 
 
 # -- negotiation and errors ------------------------------------------------------------------------
@@ -105,9 +101,8 @@ def check_cursor_sort(definition, sort) -> None:
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
-        attribute = definition.id_attribute if key.path[0] == "id" else definition.entity_attribute(key.path[0])
-        sql = attribute_sql(definition.model, attribute)
-        if sql is None or not isinstance(sql[1], _CURSOR_TYPES):
+        kind = definition.id_kind if key.path[0] == "id" else definition.fields[key.path[0]].kind
+        if kind not in CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sqlalchemy.sql import sqltypes
-
-from .contract import TOTAL_COUNT, ResourceDefinition, attribute_sql, get_registry
+from .acl import check_restricted_path
+from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
+from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .security import check_restricted_path
+from .schema import column_kind
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
@@ -38,6 +38,7 @@ _IMPLEMENTATION_SPECIFIC = re.compile(r"[^a-z]")
 # ``sort=title;DROP TABLE x`` (WebOb splits on ";") is not silently ignored.
 _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*", re.ASCII)
 _FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
+_PAGE_KEYS = ("number", "size", "after", "before")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _TRUE = {"true", "1"}
@@ -83,6 +84,8 @@ class QueryPlan:
     #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
     filters: list = field(default_factory=list)
     page: Page | None = None
+    #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
+    include_pages: dict = field(default_factory=dict)
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -139,7 +142,10 @@ def query_parameters(request) -> list[tuple[str, str, str, str | None, str | Non
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
-        if family in {"fields", "meta", "page"} and (not bracketed or op is not None or not key):
+        if family == "page" and op is not None and (key in _PAGE_KEYS or op not in ("size", "number")):
+            raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or page[<include path>][size|number].",
+                             parameter=name)
+        if family in {"fields", "meta", "page"} and (not bracketed or not key or (op is not None and family != "page")):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
     return parameters
@@ -156,7 +162,11 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
     plan = QueryPlan()
     page_values = {}
     filter_items: list[tuple[str, str]] = []
-    for name, value, family, key, _op in query_parameters(request):
+    include_page_values: dict[str, dict] = {}
+    for name, value, family, key, op in query_parameters(request):
+        if family == "page" and op is not None:  # page[<include path>][size|number]: any read
+            include_page_values.setdefault(key, {})[op] = (name, value)
+            continue
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
         if family == "filter":
@@ -180,7 +190,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
         elif family == "sort":
             plan.sort = _parse_sort(definition, value, name)
         elif family == "page":
-            if key not in {"number", "size", "after", "before"}:
+            if key not in _PAGE_KEYS:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
             page_values[key] = (name, value)
     if filter_items:
@@ -190,6 +200,7 @@ def parse_query(request, definition: ResourceDefinition, *, collection: bool) ->
             lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
     for key in plan.sort:
         check_restricted_path(request, definition, key.path, "sort")
+    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
     if collection:
         plan.page = _parse_page(page_values, settings, profile_requested(request))
         if plan.page.cursor:
@@ -296,25 +307,25 @@ def _parse_filter(registry, definition, parameter, key, op, raw) -> FilterTerm:
     if key not in definition.filterable and key != "id":
         raise BadRequest(f"{definition.type!r} cannot be filtered by {key!r}.", parameter=parameter)
     path = tuple(key.split("."))
-    column_type, parse_id = _terminal(definition, path)
+    kind, column_type, parse_id = _terminal(definition, path)
     if operator == "isnull":
         value = _parse_bool(raw, parameter)
         return FilterTerm(parameter, path, operator, value)
     if operator in _TEXT_OPERATORS:
-        if parse_id is not None or not isinstance(column_type, sqltypes.String):
+        if parse_id is not None or kind not in ("string", "enum"):
             raise BadRequest(f"{operator!r} applies to text fields only.", parameter=parameter)
         return FilterTerm(parameter, path, operator, raw)
-    if operator in _ORDER_OPERATORS and parse_id is None and isinstance(column_type, sqltypes.Boolean):
+    if operator in _ORDER_OPERATORS and parse_id is None and kind == "boolean":
         raise BadRequest(f"{operator!r} does not apply to true/false fields.", parameter=parameter)
     if operator in _LIST_OPERATORS or (op is None and "," in raw):
         operator = {"eq": "in"}.get(operator, operator)
-        values = [_parse_value(item, column_type, parse_id, parameter) for item in raw.split(",")]
+        values = [_parse_value(item, column_type, parse_id, parameter, kind) for item in raw.split(",")]
         return FilterTerm(parameter, path, operator, values)
-    return FilterTerm(parameter, path, operator, _parse_value(raw, column_type, parse_id, parameter))
+    return FilterTerm(parameter, path, operator, _parse_value(raw, column_type, parse_id, parameter, kind))
 
 
 def _terminal(definition, path):
-    """(column type, id parser) of the last element of a filter path.
+    """(``schema.column_kind``, column type, id parser) of the last element of a filter path.
 
     A path ending in a relationship compares the related id: the id parser is returned.
     """
@@ -324,11 +335,12 @@ def _terminal(definition, path):
         if relationship is not None:
             current = relationship.target_definition
             if index == len(path) - 1:
-                return current.id_column.type, current.parse_id_value
+                return current.id_kind, current.id_column.type, current.parse_id_value
             continue
         if part == "id":
-            return current.id_column.type, current.parse_id_value
-        return attribute_sql(current.model, current.entity_attribute(part))[1], None
+            return current.id_kind, current.id_column.type, current.parse_id_value
+        field = current.fields[part]
+        return field.kind, field.column_type, None
     raise AssertionError(path)  # declarations are checked at start-up
 
 
@@ -341,30 +353,33 @@ def _parse_bool(raw: str, parameter: str) -> bool:
     raise BadRequest(f"{parameter!r} must be true or false.", parameter=parameter)
 
 
-def _parse_value(raw: str, column_type, parse_id, parameter: str):
+def _parse_value(raw: str, column_type, parse_id, parameter: str, kind: str | None = None):
+    """``raw`` as a value of the column (``kind``: its ``schema.column_kind``, when known)."""
+    if kind is None:
+        kind = column_kind(column_type)
     try:
         if parse_id is not None:
             return parse_id(raw)
-        if isinstance(column_type, sqltypes.Boolean):
+        if kind == "boolean":
             return _parse_bool(raw, parameter)
-        if isinstance(column_type, sqltypes.Integer):
+        if kind == "integer":
             if not _INTEGER.fullmatch(raw):
                 raise ValueError(raw)
             return int(raw)
-        if isinstance(column_type, (sqltypes.Numeric, sqltypes.Float)):  # Float is no Numeric in SQLAlchemy 2.1
+        if kind == "number":
             value = Decimal(raw)
             if not value.is_finite():
                 raise ValueError(raw)
             return value if column_type.asdecimal else float(value)
-        if isinstance(column_type, sqltypes.DateTime):
+        if kind == "datetime":
             return _parse_timestamp(raw)
-        if isinstance(column_type, sqltypes.Date):
+        if kind == "date":
             return dt.date.fromisoformat(raw)
-        if isinstance(column_type, sqltypes.Time):
+        if kind == "time":
             return dt.time.fromisoformat(raw)
-        if isinstance(column_type, sqltypes.Uuid):
+        if kind == "uuid":
             return uuid.UUID(raw)
-        if isinstance(column_type, sqltypes.Enum) and column_type.enums and raw not in column_type.enums:
+        if kind == "enum" and column_type.enums and raw not in column_type.enums:
             raise ValueError(raw)
         return raw
     except (ValueError, InvalidOperation, OverflowError):

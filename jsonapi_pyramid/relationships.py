@@ -8,7 +8,22 @@ attribute of the target model.
 
 ``resolve()`` is called once by the registry when the configuration commits; after it each
 declaration knows its SQLAlchemy ``RelationshipProperty`` (``prop``), the definitions on both
-sides, and the foreign-key columns the loaders and writers need.
+sides, and every fact about the mapping the loaders, validators and the OpenAPI builder read
+(computed here once, read everywhere):
+
+==========================  ================================================================
+``local_fk``                many-to-one: the owner's column holding the target's key
+``target_id_fk``            ``local_fk`` when it is the only join column and holds the target's id
+``required_fk``             ``target_id_fk`` when it is NOT NULL
+``nullable``                a to-one may be cleared
+``required_on_create``      a to-one over a NOT NULL foreign key: a create must give it
+``unique``                  a to-one over a UNIQUE foreign key: a target is linked by one row at most
+``members_stay_linked``     a one-to-many (or one-to-one held by the target) whose members' key is
+                            NOT NULL: a member cannot be unlinked (move it or delete it)
+``kept_parent_id``          (column holding the owner's id on the target side, association join or
+                            None), or (None, None): where an include reads the parent id
+``inverse``                 the target's ``RelationshipProperty`` named by ``mapped_by``
+==========================  ================================================================
 """
 from __future__ import annotations
 
@@ -17,6 +32,9 @@ from collections.abc import Iterable, Iterator
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
 from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
+
+MANYTOONE = RelationshipDirection.MANYTOONE
+ONETOMANY = RelationshipDirection.ONETOMANY
 
 __all__ = ["RelationshipsCollection", "ToManyRelationship", "ToOneRelationship"]
 
@@ -36,8 +54,15 @@ class Relationship:
         self.target_definition = None  # ResourceDefinition of ``target``
         self.prop: RelationshipProperty | None = None
         self.inverse: RelationshipProperty | None = None
-        self.nullable = True  # may a to-one be cleared?
-        self.local_fk = None  # many-to-one: the column on the owner's table holding the target id
+        # Facts about the mapping (the module's table), filled by resolve():
+        self.nullable = True
+        self.local_fk = None
+        self.target_id_fk = None
+        self.required_fk = None
+        self.required_on_create = False
+        self.unique = False
+        self.members_stay_linked = False
+        self.kept_parent_id: tuple = (None, None)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} -> {self.target.__name__}>"
@@ -75,15 +100,45 @@ class Relationship:
         self.prop = prop
         if self.mapped_by is not None:
             self.inverse = self._resolve_mapped_by(where)
-        if prop.direction is RelationshipDirection.MANYTOONE:
-            pairs = prop.local_remote_pairs
+        self._resolve_facts(where, owner)
+
+    def _resolve_facts(self, where: str, owner) -> None:
+        prop = self.prop
+        pairs = prop.local_remote_pairs
+        if prop.direction is MANYTOONE:
             if len(pairs) != 1:
                 raise ConfigurationError(f"{where}: composite foreign keys are not supported")
             self.local_fk = pairs[0][0]
             self.nullable = bool(self.local_fk.nullable)
-        elif not self.many:
-            # one-to-one held by the other side: clearing it would orphan the other row's key
-            self.nullable = all(remote.nullable for _local, remote in prop.local_remote_pairs)
+            self.required_on_create = not self.nullable
+            self.unique = bool(self.local_fk.unique)
+            if pairs[0][1] is self.target_definition.id_column:
+                self.target_id_fk = self.local_fk
+                self.required_fk = None if self.nullable else self.local_fk
+        elif prop.direction is ONETOMANY:
+            members_nullable = all(remote.nullable for _local, remote in pairs)
+            self.members_stay_linked = not members_nullable
+            if not self.many:
+                # one-to-one held by the other side: clearing it would orphan the other row's key
+                self.nullable = members_nullable
+        self.kept_parent_id = self._kept_parent_id(owner)
+
+    def _kept_parent_id(self, owner) -> tuple:
+        """(column holding the owner's id on the target side, (association table, its join to the
+        target) or None), when the relationship is joined on exactly ``owner.id = that column``:
+        a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
+        prop = self.prop
+        pairs = prop.synchronize_pairs
+        if len(pairs) != 1 or pairs[0][0] is not owner.id_column:
+            return None, None
+        owner_id, kept = pairs[0]
+        if not prop.primaryjoin.compare(owner_id == kept):
+            return None, None
+        if prop.secondary is not None:
+            return kept, (prop.secondary, prop.secondaryjoin)
+        if prop.direction is ONETOMANY:
+            return kept, None
+        return None, None
 
     def _resolve_mapped_by(self, where: str) -> RelationshipProperty:
         target_mapper = inspect(self.target)

@@ -1,5 +1,10 @@
 """Bytes out: every JSON:API body is serialised here, with orjson, under the JSON:API media type.
 
+Views and custom operations return document data and are registered with ``renderer="jsonapi"``
+(``JsonApiRenderer``, added by ``config.include("jsonapi_pyramid")``); they set a status or
+headers on ``request.response`` (201 and ``Location``, ``Vary``), and ``None`` is an empty body
+(a 204). ``json_response`` builds a response by hand, for exception views.
+
 Timestamps: naive datetimes are taken as UTC and written in ISO 8601 with ``Z``
 (``OPT_NAIVE_UTC | OPT_UTC_Z``); aware ones are written in UTC with ``Z`` as well.
 """
@@ -8,7 +13,7 @@ from __future__ import annotations
 import orjson
 from pyramid.response import Response
 
-__all__ = ["MEDIA_TYPE", "dumps", "json_response"]
+__all__ = ["MEDIA_TYPE", "JsonApiRenderer", "dumps", "json_response"]
 
 MEDIA_TYPE = "application/vnd.api+json"
 _OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
@@ -23,16 +28,36 @@ def dumps(document) -> bytes:
     return orjson.dumps(document, default=_default, option=_OPTIONS)
 
 
+def _content_type(document) -> str:
+    profiles = document.get("jsonapi", {}).get("profile") if isinstance(document, dict) else None
+    if profiles:
+        # JSON:API 1.1: the profiles applied to a document are named in the media type too.
+        return f'{MEDIA_TYPE}; profile="{" ".join(profiles)}"'
+    return MEDIA_TYPE
+
+
+class JsonApiRenderer:
+    """The ``jsonapi`` renderer: a document -> its bytes under the JSON:API media type (with the
+    document's profiles); ``None`` -> no body and no ``Content-Type``."""
+
+    def __init__(self, info):
+        self.info = info
+
+    def __call__(self, value, system) -> bytes:
+        response = system["request"].response
+        if value is None:
+            del response.content_type
+            return b""
+        response.headers["Content-Type"] = _content_type(value)
+        return dumps(value)
+
+
 def json_response(document, status: int = 200, headers=None, content_type: str = MEDIA_TYPE) -> Response:
     """A response carrying ``document`` as JSON:API; ``document=None`` gives an empty body."""
     response = Response(status=status, headerlist=[])
     if document is not None:
         response.body = dumps(document)
-        response.content_type = content_type
-        profiles = document.get("jsonapi", {}).get("profile") if isinstance(document, dict) else None
-        if profiles and content_type == MEDIA_TYPE:
-            # JSON:API 1.1: the profiles applied to a document are named in the media type too.
-            response.headers["Content-Type"] = f'{MEDIA_TYPE}; profile="{" ".join(profiles)}"'
+        response.content_type = _content_type(document) if content_type == MEDIA_TYPE else content_type
     if headers:
         response.headers.update(headers)
     return response

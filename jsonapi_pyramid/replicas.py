@@ -26,6 +26,8 @@ import time
 from sqlalchemy import engine_from_config, text
 from sqlalchemy.exc import DBAPIError
 
+from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
+
 __all__ = ["POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,9 @@ def read_engine(settings):
     url = (settings.get("db.read_url") or "").strip()
     if not url:
         return None
-    return engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.")
+    engine = engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.", **engine_options(settings))
+    bound_statement_time(engine, statement_timeout_ms(settings))  # the same deadlines as the primary's
+    return engine
 
 
 def note_commit(session) -> None:

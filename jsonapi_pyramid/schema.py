@@ -23,10 +23,12 @@ from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import inspect
+from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes
+from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "build_fields", "column_kind", "visibility_of"]
+__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "attribute_sql", "build_fields", "column_kind", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -63,17 +65,41 @@ class Field:
     name: str
     #: the entity attribute (``Transformer.entity_attribute``)
     key: str
-    #: the SQL expression (``Model.<key>``)
+    #: the SQL expression (``Model.<key>``; for a computed field its SQL side, ``attribute_sql``)
     expression: Any
     #: the mapped column, or None when the attribute is not a plain column attribute
     column: Any
-    #: ``column_kind`` of the column's type (``other`` without a column)
+    #: the SQL type of ``expression``, or None when SQL cannot compute the attribute
+    sql_type: Any
+    #: ``column_kind`` of ``sql_type`` (``other`` without one)
     kind: str
     nullable: bool
 
     @property
     def column_type(self):
-        return None if self.column is None else self.column.type
+        """The SQL type filters, sorts and the OpenAPI document read (``sql_type``)."""
+        return self.sql_type
+
+
+def attribute_sql(model, attribute: str):
+    """(SQL expression, its type) of a mapped attribute that SQL can compute: a column, a
+    ``column_property``, or a ``hybrid_property`` whose class-level side is a SQL expression
+    (its ``.expression``, or a getter that works on the class). None for anything else (a plain
+    Python property, a hybrid that only works on instances): such an attribute cannot be
+    filtered or sorted in SQL."""
+    mapper = inspect(model)
+    if isinstance(mapper.attrs.get(attribute), ColumnProperty):
+        expression = getattr(model, attribute)
+        return expression, expression.__clause_element__().type
+    descriptor = mapper.all_orm_descriptors.get(attribute)
+    if getattr(descriptor, "extension_type", None) is not HybridExtensionType.HYBRID_PROPERTY:
+        return None
+    try:
+        expression = getattr(model, attribute)
+        clause = expression.__clause_element__() if hasattr(expression, "__clause_element__") else expression
+    except Exception:  # noqa: BLE001 - a getter that needs an instance: not SQL
+        return None
+    return (expression, clause.type) if isinstance(clause, ColumnElement) else None
 
 
 def build_fields(model, transformer_class) -> dict[str, Field]:
@@ -84,9 +110,10 @@ def build_fields(model, transformer_class) -> dict[str, Field]:
         key = transformer_class.entity_attribute(name)
         prop = mapper.attrs.get(key)
         column = prop.columns[0] if isinstance(prop, ColumnProperty) and len(prop.columns) == 1 else None
+        expression, sql_type = attribute_sql(model, key) or (getattr(model, key, None), None)
         fields[name] = Field(
-            name=name, key=key, expression=getattr(model, key, None), column=column,
-            kind="other" if column is None else column_kind(column.type),
+            name=name, key=key, expression=expression, column=column, sql_type=sql_type,
+            kind="other" if sql_type is None else column_kind(sql_type),
             nullable=column is None or bool(getattr(column, "nullable", True)),  # a column_property: a Label
         )
     return fields

@@ -1,9 +1,10 @@
-"""Security: named permissions, principals, a bearer-token policy, and the ACL of every node.
+"""Security: named permissions, principals and the bearer-token policy.
 
 Pyramid decides (``ACLHelper`` over the context's lineage); the library names the permissions its
 views need and lets each resource declare its ACL with ``acl=`` on ``add_jsonapi_resource``: a
 list of ACEs, or a callable ``(context, request) -> list`` that may look at ``context.entity``
 (the target row; None on the collection) and ``context.relationship`` (on relationship nodes).
+The helpers such callables use, and the ACL of every node, are in ``acl``.
 
 Authentication is the application's: it gives ``BearerTokenPolicy`` a callable
 ``(request, secret) -> identity | None`` and installs the policy::
@@ -30,7 +31,9 @@ from pyramid.authorization import ALL_PERMISSIONS, ACLHelper, Allow, Authenticat
 from pyramid.interfaces import ISecurityPolicy
 from pyramid.request import RequestLocalCache
 
-from .body import sent_data as _body_sent_data
+# ACL-writing helpers: they live in ``acl``, importable from here as well (public API).
+from .acl import linkage_ids, sent_data, sent_linkage
+from .errors import Unauthorized
 
 __all__ = [
     "ALL_PERMISSIONS",
@@ -56,7 +59,7 @@ __all__ = [
 MAX_SECRET_LENGTH = 512
 
 
-class Permission(str, enum.Enum):
+class Permission(enum.StrEnum):
     """The permissions the library's views ask for (alphabetical).
 
     Relationship writes ask for ``UPDATE`` on the relationship node, so an ACL can treat one
@@ -67,9 +70,6 @@ class Permission(str, enum.Enum):
     DELETE = "delete"
     UPDATE = "update"
     VIEW = "view"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 #: The ``api`` node's ACL: anyone may read; every write needs an ACE from the resource's ``acl``.
@@ -177,8 +177,6 @@ def credentials_tween_factory(handler, registry):
 
     Installed by ``config.include("jsonapi_pyramid")``; does nothing unless the application's
     security policy is a ``BearerTokenPolicy``."""
-    from .errors import Unauthorized
-
     policy = registry.queryUtility(ISecurityPolicy)
     if not isinstance(policy, BearerTokenPolicy):
         return handler
@@ -189,66 +187,3 @@ def credentials_tween_factory(handler, registry):
         return handler(request)
 
     return credentials_tween
-
-
-def sent_data(request):
-    """The ``data`` member of the request's write body, or None (no body, not JSON, no ``data``):
-    ``body.sent_data``. Inside an ACL prefer ``context.payload`` (``sent_linkage`` does), which
-    is also right for each operation of an atomic request."""
-    return _body_sent_data(request)
-
-
-def sent_linkage(context, request, name: str) -> tuple[bool, object]:
-    """``(sent, data)``: whether the write at ``context`` sends relationship ``name``, and its
-    linkage ``data`` (an identifier, a list of them, or None). On a relationship endpoint the body
-    is that relationship's linkage; on a resource it is ``data.relationships.<name>.data``.
-    The payload is the node's (``context.payload``: the request body's ``data``, or the atomic
-    operation's ``data``), so the rule holds alike for single requests and atomic operations."""
-    data = context.payload if hasattr(context, "payload") else sent_data(request)
-    relationship = getattr(context, "relationship", None)
-    if relationship is not None:
-        return (relationship.name == name and request.method not in ("GET", "HEAD")), data
-    if isinstance(data, dict):
-        relationships = data.get("relationships")
-        if isinstance(relationships, dict) and isinstance(relationships.get(name), dict):
-            return True, relationships[name].get("data")
-    return False, None
-
-
-def linkage_ids(data) -> list:
-    """The ``id`` members of the identifiers in a linkage value (one identifier, a list of them,
-    or None), as sent; what is not an object is left for validation to report."""
-    items = data if isinstance(data, list) else [data]
-    return [item.get("id") for item in items if isinstance(item, dict)]
-
-
-def check_restricted_path(request, definition, path: tuple, parameter: str) -> None:
-    """Refuse a filter or sort ``path`` (a tuple of names from ``definition``) that ends in an
-    attribute the resource at its end declares ``restricted`` for this caller: 401 for an
-    anonymous caller, 403 for others. Filtering on a hidden attribute would let a caller probe
-    its values (``filter[author.email]=x`` tells whether x is someone's address)."""
-    from .errors import Forbidden, Unauthorized
-
-    current = definition
-    for name in path[:-1]:
-        relationship = current.relationships.get(name)
-        if relationship is None:
-            return
-        current = relationship.target_definition
-    rule = current.restricted.get(path[-1])
-    if rule is None or rule(request):
-        return
-    detail = f"Only some callers may filter or sort by {'.'.join(path)!r}."
-    if request.identity is None:
-        raise Unauthorized(detail, parameter=parameter)
-    raise Forbidden(detail, parameter=parameter)
-
-
-def context_acl(definition, context, request) -> list:
-    """The ACEs a resource declares for ``context`` (empty when it declares none: the parent's apply)."""
-    acl = definition.acl
-    if acl is None:
-        return []
-    if callable(acl):
-        return list(acl(context, request))
-    return list(acl)

@@ -15,10 +15,11 @@ missing one.
 """
 from __future__ import annotations
 
+from ..acl import context_acl
 from ..body import sent_data
 from ..contract import get_registry
 from ..loading import load_item
-from ..security import DEFAULT_ROOT_ACL, context_acl
+from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()
 
@@ -52,7 +53,8 @@ class ApiRoot:
 
     @property
     def __acl__(self):
-        return get_registry(self.request).settings.get("root_acl", DEFAULT_ROOT_ACL)
+        acl = get_registry(self.request).settings["root_acl"]
+        return DEFAULT_ROOT_ACL if acl is None else acl
 
     def __getitem__(self, name):
         definition = get_registry(self.request).get(name)

@@ -193,7 +193,7 @@ def _read_relationships(request, definition, data: dict, failures: Failures) -> 
 
 def required_on_create(relationship) -> bool:
     """A to-one whose foreign key on the owner's table cannot be NULL must be given on create."""
-    return relationship.local_fk is not None and not relationship.nullable
+    return relationship.required_on_create
 
 
 def _add_defaults(request, definition, linkages: list, entity, failures: Failures) -> None:

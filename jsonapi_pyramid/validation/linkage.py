@@ -141,12 +141,6 @@ def _load_visible(request, target, ids: set) -> dict:
     return {getattr(entity, target.id_attribute): entity for entity in request.dbsession.scalars(statement)}
 
 
-def _members_unlinkable(relationship) -> bool:
-    """May a member leave this one-to-many (or one-to-one held by the target)? Only when the
-    target's foreign key may be NULL; otherwise unlinking would orphan the row."""
-    return all(remote.nullable for _local, remote in relationship.prop.local_remote_pairs)
-
-
 def _check_linkage_rules(request, relationship, entity, resolved, pointer: str, failures: Failures, *,
                          replace: bool = False, removing: list | None = None) -> None:
     """The rules the mapping implies, for a new value ``resolved`` (replace) or the members
@@ -155,10 +149,10 @@ def _check_linkage_rules(request, relationship, entity, resolved, pointer: str, 
     if direction is RelationshipDirection.MANYTOONE:
         if resolved is None and not relationship.nullable:
             failures.add(pointer, f"The relationship {relationship.name!r} cannot be empty.")
-        elif resolved is not None and relationship.local_fk.unique:
+        elif resolved is not None and relationship.unique:
             _check_unique_link(request, relationship, entity, resolved, pointer, failures)
         return
-    if direction is not RelationshipDirection.ONETOMANY or entity is None or _members_unlinkable(relationship):
+    if entity is None or not relationship.members_stay_linked:
         return  # many-to-many links can always go; a new resource has nothing to unlink
     current = getattr(entity, relationship.prop.key)
     if relationship.many:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyramid.security import NO_PERMISSION_REQUIRED
 
-from ..errors import MethodNotAllowed
+from ..errors import method_not_allowed_view
 from ..security import Permission
 from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
 from . import read, write
@@ -35,18 +35,10 @@ def allowed_methods(context_type) -> list[str]:
     return sorted(methods)
 
 
-def _method_not_allowed(context_type):
-    allowed = allowed_methods(context_type)
-
-    def method_not_allowed(context, request):
-        raise MethodNotAllowed(request.method, allowed)
-
-    return method_not_allowed
-
-
 def includeme(config):
     for context, method, view, permission in VIEWS:
-        config.add_view(view, context=context, request_method=method, permission=str(permission))
+        config.add_view(view, context=context, request_method=method, permission=permission, renderer="jsonapi")
     for context in {row[0] for row in VIEWS}:
         # No request_method predicate: tried after the rows above, so it answers only the rest.
-        config.add_view(_method_not_allowed(context), context=context, permission=NO_PERMISSION_REQUIRED)
+        config.add_view(method_not_allowed_view(allowed_methods(context)), context=context,
+                        permission=NO_PERMISSION_REQUIRED)

@@ -10,12 +10,9 @@ from __future__ import annotations
 from .. import writes
 from ..body import request_data
 from ..conditional import resource_etag
-from ..document import DocumentBuilder
-from ..loading import Loaded, load_includes
+from ..document import linkage_document, resource_document
 from ..query import parse_query
-from ..renderer import json_response
 from ..writes import Write
-from .read import linkage_document
 
 
 def create(context, request):
@@ -25,8 +22,10 @@ def create(context, request):
     document = resource_document(request, plan, context.definition, entity)
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
-    etag = resource_etag(request, context.definition, entity)
-    return json_response(document, status=201, headers={"Location": url, "ETag": etag})
+    request.response.status_code = 201
+    request.response.headers["Location"] = url
+    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
+    return document
 
 
 def update(context, request):
@@ -35,38 +34,39 @@ def update(context, request):
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
     document = resource_document(request, plan, context.definition, entity)
-    return json_response(document, headers={"ETag": resource_etag(request, context.definition, entity)})
+    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
+    return document
 
 
 def remove(context, request):
     """``DELETE /api/<type>/<id>``: 204."""
     writes.remove(Write(context, None))
-    return json_response(None, status=204)
+    return _no_content(request)
 
 
 def replace_to_one(context, request):
     """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204."""
     writes.replace_to_one(Write(context, request_data(request)))
-    return json_response(None, status=204)
+    return _no_content(request)
 
 
 def add_to_many(context, request):
     """``POST .../relationships/<to-many>``: link the members sent; 200 with the linkage after
     the change."""
     writes.add_to_many(Write(context, request_data(request)))
-    return json_response(linkage_document(context, request))
+    return linkage_document(context, request)
 
 
 def replace_to_many(context, request):
     """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200."""
     writes.replace_to_many(Write(context, request_data(request)))
-    return json_response(linkage_document(context, request))
+    return linkage_document(context, request)
 
 
 def remove_from_many(context, request):
     """``DELETE .../relationships/<to-many>``: unlink the members sent (the resources stay); 200."""
     writes.remove_from_many(Write(context, request_data(request)))
-    return json_response(linkage_document(context, request))
+    return linkage_document(context, request)
 
 
 #: The write operation each view runs: atomic operations find the view in ``VIEWS`` (context
@@ -82,8 +82,6 @@ OPERATIONS = {
 }
 
 
-def resource_document(request, plan, definition, entity) -> dict:
-    """The resource as the read path shows it (``include``, ``fields`` and ``meta`` apply)."""
-    loaded = Loaded(definition, [entity])
-    load_includes(request, loaded, plan.include)
-    return DocumentBuilder(request, plan).single(loaded)
+def _no_content(request):
+    request.response.status_code = 204
+    return None

@@ -186,3 +186,34 @@ def test_python_properties_are_not_filterable_or_sortable(shelves, database_url)
         assert ids(webtest.TestApp(app).get("/api/books?sort=-initial,id")) == [2, 3, 1, 4, 6]
     finally:
         app.registry["db.engine"].dispose()
+
+
+def test_paged_includes_of_a_type_read_as_instances(shelves):
+    """Books show a hybrid property, so they are read as instances (not records): the paged
+    include statement selects them through the ranked subquery."""
+    assert shelves.app.registry.jsonapi.get("books").record_columns is None
+    document = shelves.get("/api/shelves?include=books&page[books][size]=1&page[books][number]=2&sort=id").json
+    pages = {item["id"]: item["relationships"]["books"] for item in document["data"]}
+    assert {key: page["meta"]["count"] for key, page in pages.items()} == {"1": 2, "2": 2, "3": 1}  # 5 is hidden
+    assert {key: [i["id"] for i in page["data"]] for key, page in pages.items()} == {"1": ["2"], "2": ["4"], "3": []}
+    assert sorted(item["attributes"]["titleLength"] for item in document["included"]) == [7, 7]
+
+
+@pytest.mark.parametrize("size", [10, 100])
+def test_computed_filters_and_sorts_cost_one_statement(shelves, size):
+    from sqlalchemy import event
+
+    engine = shelves.app.registry["db.engine"]
+    statements = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        document = shelves.get(f"/api/shelves?filter[bookCount][gte]=1&filter[books][any][titleLength][gt]=3"
+                               f"&sort=-bookCount&include=books&page[books][size]=1&page[size]={size}").json
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert [item["id"] for item in document["data"]] == ["2", "1", "3"]
+    assert len(statements) == 2  # the page, the include path

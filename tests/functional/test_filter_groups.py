@@ -391,3 +391,29 @@ def test_sort_by_count_costs_one_statement(api, town, make_articles, count_state
         document = get(api, "/api/articles", {"sort": "-comments.count", "page[size]": str(size), "include": include})
     assert len(document["data"]) == min(size, 35)
     assert len(statements) == 1 + len(include.split(","))
+
+
+_SORT_KEYS = st.lists(st.tuples(st.sampled_from(["comments.count", "tags.count", "createdAt"]), st.booleans()),
+                      min_size=1, max_size=3, unique_by=lambda key: key[0])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=_SORT_KEYS, caller=st.sampled_from([None, "alice", "admin"]))
+def test_sort_by_counts_matches_a_brute_force_sort(api, db, town, auth_headers, keys, caller):
+    headers = auth_headers(town[caller]) if caller else {}
+    sort = ",".join(("-" if descending else "") + name for name, descending in keys)
+    document = get(api, "/api/articles", {"sort": sort, "page[size]": "100"}, headers=headers)
+    caller_id = town[caller].id if caller else None
+
+    def visible(article):
+        return caller == "admin" or article.status == "published" or article.user_id == caller_id
+
+    def value(article, name):
+        if name == "createdAt":
+            return article.created_at
+        return len(article.comments) if name == "comments.count" else len(article.tags)  # comments: as their article
+
+    rows = sorted((a for a in db.scalars(select(Article)) if visible(a)), key=lambda a: a.id, reverse=keys[-1][1])
+    for name, descending in reversed(keys):  # stable sorts, last key first
+        rows.sort(key=lambda a: value(a, name), reverse=descending)
+    assert [int(item["id"]) for item in document["data"]] == [a.id for a in rows], sort

@@ -255,6 +255,10 @@ def test_query_parameters_of_a_list(document):
     assert not {"filter[author][any][name]", "filter[author][count]"} & names  # to-one: no quantifier
     assert parameters["filter.articles.comments.count.gte"]["schema"]["type"] == "integer"
     assert "filter[or][<n>]" in document["info"]["description"]
+    # paged includes: to-many include paths only
+    assert {"page[comments][size]", "page[comments][number]", "page[tags.articles][size]"} <= names
+    assert not {"page[author][size]", "page[comments.author][size]"} & names
+    assert parameters["page.articles.comments.size"]["schema"]["maximum"] == 100
 
 
 def test_request_bodies_follow_the_colander_rules(document):

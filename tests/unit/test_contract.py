@@ -234,3 +234,17 @@ def test_unexpected_error_is_a_500_document_without_internals(caplog, tmp_path):
     assert error["status"] == "500" and error["id"]
     # the operator finds the traceback under the id the client got
     assert any(error["id"] in record.getMessage() and record.exc_info for record in caplog.records)
+
+
+def test_settings_are_all_in_defaults():
+    from pyramid.authorization import Allow, Authenticated
+
+    from jsonapi_pyramid import DEFAULTS, Permission, parse_settings
+
+    acl = [(Allow, Authenticated, Permission.VIEW)]
+    parsed = parse_settings({"jsonapi.openapi_title": "Blog", "jsonapi.root_acl": acl})
+    assert set(parsed) == set(DEFAULTS)
+    assert parsed["openapi_title"] == "Blog" and parsed["openapi_version"] == "1.0.0"
+    assert parsed["root_acl"] is acl and parse_settings({})["root_acl"] is None
+    assert "expose_errors" not in DEFAULTS
+    assert Permission.VIEW == "view" and str(Permission.UPDATE) == "update"  # a StrEnum

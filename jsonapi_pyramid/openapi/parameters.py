@@ -1,0 +1,187 @@
+"""The query parameters of each operation (a part of the builder, ``document._Builder``)."""
+from __future__ import annotations
+
+from ..contract import TOTAL_COUNT
+from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
+from ..query import FILTER_OPERATORS
+from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, _component_key, _ref
+from .schemas import _column_schema
+
+
+class ParametersMixin:
+    # -- parameters -----------------------------------------------------------------------------
+    def _param(self, key: str, parameter: dict) -> dict:
+        key = _component_key(key)
+        self.parameters.setdefault(key, parameter)
+        return _ref("parameters", key)
+
+    def _list_param(self, name: str, items: list, description: str, max_items: int | None = None) -> dict:
+        schema = {"type": "array", "items": {"type": "string", "enum": items}, "minItems": 1, "uniqueItems": True}
+        if max_items:
+            schema["maxItems"] = max_items
+        return {"name": name, "in": "query", "required": False, "style": "form", "explode": False,
+                "description": description, "schema": schema}
+
+    def include_paths(self, definition) -> list[str]:
+        depth = self.settings["max_include_depth"]
+        paths = []
+
+        def walk(current, prefix, level):
+            for relationship in current.relationships:
+                path = prefix + relationship.name
+                paths.append(path)
+                if level < depth:
+                    walk(relationship.target_definition, path + ".", level + 1)
+
+        walk(definition, "", 1)
+        return paths
+
+    def _read_parameters(self, definition, collection: bool, include: bool = True) -> list:
+        params = []
+        paths = self.include_paths(definition) if include else []
+        types = {definition.type: definition}
+        if paths:
+            params.append(self._param(f"include.{definition.type}", self._list_param(
+                "include", paths, f"Related resources to add to `included` (comma-separated paths, at most "
+                f"{self.settings['max_include_depth']} deep, at most {self.settings['max_include_paths']} paths).",
+                self.settings["max_include_paths"])))
+            for path in paths:
+                current = definition
+                for part in path.split("."):
+                    relationship = current.relationships.get(part)
+                    current = relationship.target_definition
+                types[current.type] = current
+                if relationship.many:
+                    params.extend(self._include_page_parameters(definition, path))
+        if include:
+            for type_name, target in sorted(types.items()):
+                names = list(target.attributes) + list(target.relationships.names())
+                params.append(self._param(f"fields.{type_name}", {
+                    "name": f"fields[{type_name}]", "in": "query", "required": False, "style": "form", "explode": False,
+                    "description": f"Sparse fieldset of `{type_name}`: the attributes and relationships to show.",
+                    "schema": {"type": "array", "items": {"type": "string", "enum": names}, "uniqueItems": True}}))
+        for type_name, target in sorted(types.items()):
+            metas = list(target.available_metas)
+            if collection and type_name == definition.type:
+                metas.append(TOTAL_COUNT)
+            if metas:
+                key = f"meta.{type_name}" + (".collection" if collection and type_name == definition.type else "")
+                params.append(self._param(key, self._list_param(
+                    f"meta[{type_name}]", metas,
+                    f"Meta fields to compute for `{type_name}`" + (
+                        f"; `{TOTAL_COUNT}` is the size of the whole filtered collection (top-level `meta`)."
+                        if TOTAL_COUNT in metas else "."))))
+        if collection:
+            params.extend(self._collection_parameters(definition))
+        return params
+
+    def _collection_parameters(self, definition) -> list:
+        T = definition.type
+        params = []
+        sortable = list(dict.fromkeys(list(definition.sortable) + ["id"]))
+        keys = [key for field in sortable for key in (field, "-" + field)]
+        params.append(self._param(f"sort.{T}", self._list_param(
+            "sort", keys, "Sort keys in order; `-` for descending. Default: by id.")))
+        for path in list(dict.fromkeys(list(definition.filterable) + ["id"])):
+            value, is_id, is_text = self._filter_value_schema(definition, path)
+            params.append(self._param(f"filter.{T}.{path}", {
+                "name": f"filter[{path}]", "in": "query", "required": False,
+                "description": f"Equality on `{path}`; `v1,v2` means any of.", "schema": {"type": "string"}}))
+            for operator in FILTER_OPERATORS:
+                if operator in _TEXT_FILTERS and (is_id or not is_text):
+                    continue
+                if operator in _ORDER_FILTERS[2:] and value.get("type") == "boolean":
+                    continue  # true < false means nothing
+                if operator == "isnull":
+                    schema = {"type": "boolean"}
+                elif operator in _LIST_FILTERS:
+                    schema = {"type": "array", "items": value, "minItems": 1}
+                elif operator in _TEXT_FILTERS:
+                    schema = {"type": "string"}
+                else:
+                    schema = value
+                parameter = {"name": f"filter[{path}][{operator}]", "in": "query", "required": False,
+                             "description": f"`{path}` {operator}.", "schema": schema}
+                if operator in _LIST_FILTERS:
+                    parameter.update(style="form", explode=False)
+                params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
+            params.extend(self._quantifier_parameters(definition, path))
+        max_size = self.settings["max_page_size"]
+        params.append(self._param("page.number", {
+            "name": "page[number]", "in": "query", "required": False, "description": "Page number, from 1.",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 999999999}}))
+        params.append(self._param("page.size", {
+            "name": "page[size]", "in": "query", "required": False,
+            "description": f"Page size (default {self.settings['default_page_size']}, at most {max_size}).",
+            "schema": {"type": "integer", "minimum": 1, "maximum": max_size}}))
+        for key in ("after", "before"):
+            params.append(self._param(f"page.{key}", {
+                "name": f"page[{key}]", "in": "query", "required": False,
+                "description": f"Cursor pagination (the JSON:API cursor pagination profile): the items {key} this "
+                               "cursor, taken from an item's `meta.page.cursor` or a `links` URL; not with "
+                               "`page[number]`. Ask for the first cursor page with the profile in `Accept`.",
+                "schema": {"type": "string", "minLength": 1}}))
+        return params
+
+    def _include_page_parameters(self, definition, path: str) -> list:
+        """``page[<path>][size]`` and ``[number]`` of a to-many include path (README, "Paged includes")."""
+        maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
+        return [
+            self._param(f"page.{definition.type}.{path}.size", {
+                "name": f"page[{path}][size]", "in": "query", "required": False,
+                "description": f"At most this many `{path}` per parent in the compound document (default "
+                               f"{default or 'all'}, at most {maximum}); the relationship object then has `meta.count` "
+                               "and pagination links to its related endpoint. Needs `include` to name the path.",
+                "schema": {"type": "integer", "minimum": 1, "maximum": maximum}}),
+            self._param(f"page.{definition.type}.{path}.number", {
+                "name": f"page[{path}][number]", "in": "query", "required": False,
+                "description": f"Which page of `{path}` each parent carries, from 1 (with a size).",
+                "schema": {"type": "integer", "minimum": 1, "maximum": 999999999}}),
+        ]
+
+    def _quantifier_parameters(self, definition, path: str) -> list:
+        """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
+        ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
+        target, many = definition, False
+        for part in path.split("."):
+            relationship = target.relationships.get(part)
+            if relationship is None:
+                return []
+            target, many = relationship.target_definition, relationship.many
+        if not many:
+            return []
+        T, params = definition.type, []
+        count = {"type": "integer", "minimum": 0, "maximum": 999999999}
+        for operator in (None, *COUNT_OPERATORS):
+            name = f"filter[{path}][count]" + (f"[{operator}]" if operator else "")
+            params.append(self._param(f"filter.{T}.{path}.count" + (f".{operator}" if operator else ""), {
+                "name": name, "in": "query", "required": False, "schema": count,
+                "description": f"The number of `{path}` the caller may see, {operator or 'eq'} this value."}))
+        for quantifier in QUANTIFIERS:
+            for field in list(dict.fromkeys(list(target.filterable) + ["id"])):
+                params.append(self._param(f"filter.{T}.{path}.{quantifier}.{field}", {
+                    "name": f"filter[{path}][{quantifier}][{field}]", "in": "query", "required": False,
+                    "schema": {"type": "string"},
+                    "description": f"{_QUANTIFIED[quantifier]} `{path}` the caller may see has `{field}` equal to this "
+                                   f"value. After `[{quantifier}]` come `{target.type}` filters of every form "
+                                   "(operators, groups, quantifiers); terms under one quantifier hold for the same "
+                                   "related resource."}))
+        return params
+
+    def _filter_value_schema(self, definition, path: str) -> tuple[dict, bool, bool]:
+        """(schema of a value, is it an id comparison, is it a text column)."""
+        current = definition
+        parts = path.split(".")
+        for index, part in enumerate(parts):
+            relationship = current.relationships.get(part)
+            if relationship is not None:
+                current = relationship.target_definition
+                if index == len(parts) - 1:
+                    return self._id_schema(current), True, False
+                continue
+            if part == "id":
+                return self._id_schema(current), True, False
+            field = current.fields[part]
+            schema = _column_schema(field.sql_type) if field.sql_type is not None else {"type": "string"}
+            return schema, False, field.kind in ("string", "enum")
+        return {"type": "string"}, False, False

@@ -1,0 +1,158 @@
+"""Paged, counted includes: ``page[<include path>][size]`` / ``[number]`` limit the members of a
+to-many relationship per parent in a compound document; the relationship object carries
+``meta.count`` (visible members only) and pagination links to its related endpoint. Each include
+path stays one statement."""
+from __future__ import annotations
+
+import datetime as dt
+from urllib.parse import quote, urlencode
+
+import pytest
+import webtest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from jsonapi_blog import main
+from jsonapi_blog.models import Article, Comment, User
+
+DAY0 = dt.datetime(2025, 5, 1)
+APP_SETTINGS = {"blog.argon2_time_cost": "1", "blog.argon2_memory_cost": "64", "retry.attempts": "1"}
+
+
+def get(api, path, parameters, **kwargs):
+    return api.get(f"{path}?{urlencode(parameters, quote_via=quote, safe='[],.')}", **kwargs).json
+
+
+@pytest.fixture
+def shelf(db, blog):
+    """carol: three published articles with 0, 1 and 4 comments and a draft with 2 (hidden)."""
+    carol = User(name="Carol", email="carol@example.com", password_hash="x", active=True)
+    for index, (status, n) in enumerate([("published", 0), ("published", 1), ("published", 4), ("draft", 2)]):
+        article = Article(title=f"C{index}", user=carol, status=status, created_at=DAY0, updated_at=DAY0)
+        article.comments = [Comment(body=f"c{index}-{j}", user=blog["bob"]) for j in range(n)]
+        db.add(article)
+    db.commit()
+    return {**blog, "carol": carol}
+
+
+def relationship(document, resource_id, name):
+    return next(item for item in document["data"] if item["id"] == str(resource_id))["relationships"][name]
+
+
+def visible_comments(db, article_id):
+    return sorted(c.id for c in db.scalars(select(Comment).where(Comment.article_id == article_id)))
+
+
+def test_a_page_of_members_per_parent_with_counts_and_links(api, db, shelf):
+    carol = shelf["carol"].id
+    document = get(api, "/api/articles", {"filter[author]": str(carol), "include": "comments",
+                                          "page[comments][size]": "2"})
+    included = {(item["type"], item["id"]) for item in document["included"]}
+    for article in document["data"]:
+        comments = visible_comments(db, int(article["id"]))
+        member = article["relationships"]["comments"]
+        assert [int(i["id"]) for i in member["data"]] == comments[:2]
+        assert member["meta"] == {"count": len(comments)}
+        related = member["links"]["related"]
+        assert member["links"]["first"] == f"{related}?page[number]=1&page[size]=2"
+        assert member["links"]["next"] == (f"{related}?page[number]=2&page[size]=2" if len(comments) > 2 else None)
+        assert member["links"]["prev"] is None
+    assert included == {("comments", str(i)) for a in document["data"] for i in visible_comments(db, int(a["id"]))[:2]}
+    # the next link is the related endpoint's next page
+    big = relationship(document, next(a["id"] for a in document["data"] if a["attributes"]["title"] == "C2"), "comments")
+    following = api.get(big["links"]["next"]).json
+    assert [item["id"] for item in following["data"]] == [i["id"] for i in get(
+        api, big["links"]["related"], {"page[size]": "4"})["data"]][2:4]
+
+
+def test_page_number_and_counts_of_parents_past_their_members(api, db, shelf):
+    document = get(api, "/api/articles", {"filter[author]": str(shelf["carol"].id), "include": "comments",
+                                          "page[comments][size]": "1", "page[comments][number]": "2"})
+    counts = {a["attributes"]["title"]: a["relationships"]["comments"]["meta"]["count"] for a in document["data"]}
+    assert counts == {"C0": 0, "C1": 1, "C2": 4}  # the draft and its comments are hidden
+    lone = next(a for a in document["data"] if a["attributes"]["title"] == "C1")["relationships"]["comments"]
+    assert lone["data"] == [] and lone["links"]["prev"].endswith("page[number]=1&page[size]=1")
+    four = next(a for a in document["data"] if a["attributes"]["title"] == "C2")
+    assert [int(i["id"]) for i in four["relationships"]["comments"]["data"]] == visible_comments(db, int(four["id"]))[1:2]
+
+
+def test_hidden_members_never_count_nor_show(api, shelf, auth_headers):
+    parameters = {"include": "articles", "page[articles][size]": "1", "filter[name]": "Carol"}
+    anonymous = get(api, "/api/users", parameters)["data"][0]["relationships"]["articles"]
+    assert anonymous["meta"] == {"count": 3}
+    admin = get(api, "/api/users", parameters, headers=auth_headers(shelf["admin"]))["data"][0]
+    assert admin["relationships"]["articles"]["meta"] == {"count": 4}
+    # alice sees her own draft among her articles, not carol's
+    alice = get(api, "/api/users", {"include": "articles", "page[articles][size]": "5", "filter[name]": "Alice"},
+                headers=auth_headers(shelf["alice"]))["data"][0]["relationships"]["articles"]
+    assert alice["meta"] == {"count": 2}
+
+
+def test_nested_paths_and_single_resources(api, db, shelf):
+    document = get(api, "/api/users", {"filter[name]": "Carol", "include": "articles.comments",
+                                       "page[articles][size]": "2", "page[articles.comments][size]": "1"})
+    articles = document["data"][0]["relationships"]["articles"]
+    assert len(articles["data"]) == 2 and articles["meta"]["count"] == 3
+    shown = {item["id"]: item for item in document["included"] if item["type"] == "articles"}
+    assert set(shown) == {i["id"] for i in articles["data"]}
+    for article in shown.values():
+        comments = article["relationships"]["comments"]
+        assert len(comments["data"]) <= 1 and comments["meta"]["count"] == len(visible_comments(db, int(article["id"])))
+    article = next(a for a in db.scalars(select(Article).where(Article.title == "C2")))
+    single = get(api, f"/api/articles/{article.id}", {"include": "comments,author", "page[comments][size]": "3"})
+    comments = single["data"]["relationships"]["comments"]
+    assert len(comments["data"]) == 3 and comments["meta"] == {"count": 4}
+    assert "meta" not in single["data"]["relationships"]["author"]  # to-one: never paged
+
+
+@pytest.mark.parametrize("name,value", [
+    ("page[comments][size]", "0"), ("page[comments][size]", "101"), ("page[comments][size]", "x"),
+    ("page[comments][number]", "1"),  # no size and no default size
+    ("page[author][size]", "1"),  # to-one
+    ("page[tags][size]", "1"),  # not on the include paths
+    ("page[comments][after]", "x"),
+])
+def test_bad_include_pages_are_400_naming_the_parameter(api, shelf, name, value):
+    document = api.get(f"/api/articles?include=comments,author&{name}={value}", status=400).json
+    assert document["errors"][0]["source"] == {"parameter": name}
+
+
+@pytest.mark.parametrize("size", [10, 100])
+@pytest.mark.parametrize("include", ["comments", "comments,tags,author"])
+def test_paged_includes_cost_one_statement_per_path(api, shelf, make_articles, count_statements, size, include):
+    make_articles(40, shelf["bob"], comments=5, tags=3)
+    parameters = {"include": include, "page[size]": str(size), "page[comments][size]": "2", "page[tags][size]": "1"}
+    parameters = {k: v for k, v in parameters.items() if not k.startswith("page[tags]") or "tags" in include}
+    with count_statements() as statements:
+        document = get(api, "/api/articles", parameters)
+    assert len(document["data"]) == min(size, 45)
+    assert len(statements) == 1 + len(include.split(","))
+    assert all(len(a["relationships"]["comments"]["data"]) <= 2 for a in document["data"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.integers(1, 5), number=st.integers(1, 4), caller=st.sampled_from([None, "admin"]))
+def test_include_pages_match_a_brute_force_slice(api, db, shelf, auth_headers, size, number, caller):
+    headers = auth_headers(shelf[caller]) if caller else {}
+    document = get(api, "/api/users", {"include": "articles.comments", "page[articles.comments][size]": str(size),
+                                       "page[articles.comments][number]": str(number)}, headers=headers)
+    for article in (item for item in document["included"] if item["type"] == "articles"):
+        comments = visible_comments(db, int(article["id"]))  # every comment of a visible article is visible
+        member = article["relationships"]["comments"]
+        assert [int(i["id"]) for i in member["data"]] == comments[(number - 1) * size: number * size]
+        assert member["meta"]["count"] == len(comments)
+
+
+def test_default_include_size_setting(database_url, shelf):
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.default_include_size": "1"})
+    try:
+        client = webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        document = client.get("/api/articles?include=comments,author&filter[title]=C2").json
+        comments = document["data"][0]["relationships"]["comments"]
+        assert len(comments["data"]) == 1 and comments["meta"] == {"count": 4}
+        wider = client.get("/api/articles?include=comments&filter[title]=C2&page[comments][size]=3").json
+        assert len(wider["data"][0]["relationships"]["comments"]["data"]) == 3
+    finally:
+        app.registry["db.engine"].dispose()
+
