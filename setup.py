@@ -1,7 +1,7 @@
 """The library's distribution: ``pip install jsonapi_pyramid`` installs ``jsonapi_pyramid`` alone.
 
 The reference service (``jsonapi_blog``) and the repository's own tools are another distribution,
-``examples/setup.py``, which only the repository's Makefile installs (README, "Distribution").
+``examples/setup.py``, which only the repository's Makefile installs (DEVELOPMENT.md, "Installing the library").
 """
 import pathlib
 import re

@@ -3,6 +3,7 @@ to it under schemathesis (short here; ``make fuzz`` runs it long)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -370,7 +371,9 @@ def run_schemathesis(wsgi_app, headers, *, examples: int, budget: float, derando
 
 @pytest.mark.skipif(FUZZ, reason="make fuzz runs the long form")
 def test_schemathesis_short(wsgi_app, blog, admin_headers):
-    cases, failures = run_schemathesis(wsgi_app, admin_headers, examples=2, budget=25, derandomize=True)
+    # No time budget: derandomized, two examples per operation, so the number of cases is fixed
+    # and a busy machine makes the run slower, never shorter.
+    cases, failures = run_schemathesis(wsgi_app, admin_headers, examples=2, budget=math.inf, derandomize=True)
     assert not failures, "\n\n".join(failures)
     assert cases > 100
 

@@ -1,5 +1,5 @@
 """The architecture is checked, not claimed: a library module imports only modules listed below it
-in the README's layer list (``<!-- layers -->``), so data flows one way."""
+in DEVELOPMENT.md's layer list (``<!-- layers -->``), so data flows one way."""
 from __future__ import annotations
 
 import ast
@@ -14,7 +14,7 @@ def layers() -> dict[str, int]:
     """Module name (without the package prefix; the package itself is ``jsonapi_pyramid``) ->
     its rank, 0 at the top, in the order written (names on one line, separated by ``·``, keep
     their order too: each may import only the ones after it)."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "DEVELOPMENT.md").read_text()
     block = text.split("<!-- layers: top to bottom -->", 1)[1].split("<!-- /layers -->", 1)[0]
     listed = "\n".join(line for line in block.splitlines() if line.startswith("- "))
     ranks: dict[str, int] = {}
