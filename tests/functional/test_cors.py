@@ -106,7 +106,7 @@ def test_every_answer_to_an_allowed_origin_carries_cors_headers(cors, blog, auth
                                     body=body or b"", status=status)
             assert response.headers["Access-Control-Allow-Origin"] == origin, (method, url)
             exposed = {h.strip() for h in response.headers["Access-Control-Expose-Headers"].split(",")}
-            assert {"Location", "ETag", "X-Request-Id", "Retry-After", "WWW-Authenticate", "Allow"} <= exposed
+            assert {"Location", "ETag", "X-Request-Id", "Retry-After", "WWW-Authenticate", "Allow", "X-Database-Position"} <= exposed
             assert "Origin" in response.headers["Vary"], (method, url)
         for origin_headers in ({"Origin": OTHER}, {"Origin": "null"}, {}):
             response = cors.request(url, method=method, headers={**headers, "Host": "example.test", **origin_headers},
