@@ -29,7 +29,7 @@ def main(global_config, **settings):
     to call the API), so a deployment sets them without editing the ini file.
     """
     settings["sqlalchemy.url"] = database_url(settings)
-    if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (README, "Deployment")
+    if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (DEVELOPMENT.md, "Deployment")
         settings["db.read_url"] = os.environ["DATABASE_READ_URL"]
     if os.environ.get("JSONAPI_CURSOR_SECRET"):
         settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]

@@ -59,7 +59,7 @@ __all__ = [
     "includeme",
 ]
 
-#: Settings under ``jsonapi.`` with their defaults (README, "Settings").
+#: Settings under ``jsonapi.`` with their defaults (DEVELOPMENT.md, "Settings").
 DEFAULTS = {
     "root_name": "api",
     "default_page_size": 20,
@@ -89,7 +89,7 @@ DEFAULTS = {
     # Seconds a browser may keep a preflight's answer (Chromium keeps at most 7200).
     "cors_max_age": 600,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
-    # True: start anyway (the application enforces access some other way). README, "Security".
+    # True: start anyway (the application enforces access some other way). DEVELOPMENT.md, "Security".
     "allow_acl_without_policy": False,
 }
 
@@ -139,7 +139,7 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Any) -> An
     default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
     ``request -> id or None``: the target when a create payload leaves it out),
     ``require_if_match`` (writes to an existing resource and its relationships need ``If-Match``:
-    428 without it). README, "Writing" and "Conditional requests".
+    428 without it). DEVELOPMENT.md, "Writing" and "Conditional requests".
     """
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)

@@ -137,7 +137,7 @@ class ParametersMixin:
         return params
 
     def _include_page_parameters(self, definition: Any, path: str) -> list[Any]:
-        """``page[<path>][size]`` and ``[number]`` of a to-many include path (README, "Paged includes")."""
+        """``page[<path>][size]`` and ``[number]`` of a to-many include path (DEVELOPMENT.md, "Paged includes")."""
         maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
         return [
             self._param(f"page.{definition.type}.{path}.size", {
@@ -154,7 +154,7 @@ class ParametersMixin:
 
     def _quantifier_parameters(self, definition: Any, path: str) -> list[Any]:
         """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
-        ``path`` ends in a to-many relationship (README, "Filter groups and quantifiers")."""
+        ``path`` ends in a to-many relationship (DEVELOPMENT.md, "Filter groups and quantifiers")."""
         target, many = definition, False
         for part in path.split("."):
             relationship = target.relationships.get(part)
