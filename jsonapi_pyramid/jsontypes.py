@@ -35,6 +35,8 @@ from sqlalchemy import Column, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.sql import sqltypes
 
+from .schema import column_kind
+
 __all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "json_kind", "required_column"]
 
 #: SQL types of numbers (SQLAlchemy 2.1's ``Float`` is no longer a ``Numeric``).
@@ -53,6 +55,13 @@ _COLANDER_KINDS = (
     (colander.Sequence, "array"),
     (colander.Tuple, "array"),
 )
+
+#: ``schema.column_kind`` (the one dispatch on SQL types) -> the kind of JSON value it takes.
+_COLUMN_KINDS = {"enum": "string", "boolean": "boolean", "integer": "integer", "number": "number",
+                 "datetime": "date-time", "date": "date", "time": "time", "uuid": "uuid", "string": "string"}
+#: How a value that does not parse is named, per ``column_kind``.
+_ARTICLES = {"number": "a decimal number", "datetime": "a date-time (ISO 8601)", "date": "a date (YYYY-MM-DD)",
+             "time": "a time (HH:MM:SS)", "uuid": "a UUID"}
 
 _JSON_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
                dict: "an object"}
@@ -96,25 +105,10 @@ def json_kind(sql_type: Any = None, node: Any = None) -> str:
                 return kind
     if sql_type is None:
         return "any"
-    if isinstance(sql_type, sqltypes.Boolean):
-        return "boolean"
-    if isinstance(sql_type, sqltypes.Integer):
-        return "integer"
-    if isinstance(sql_type, NUMBER_TYPES):
-        return "decimal" if getattr(sql_type, "asdecimal", False) else "number"
-    if isinstance(sql_type, sqltypes.DateTime):
-        return "date-time"
-    if isinstance(sql_type, sqltypes.Date):
-        return "date"
-    if isinstance(sql_type, sqltypes.Time):
-        return "time"
-    if isinstance(sql_type, sqltypes.Uuid):
-        return "uuid"
-    if isinstance(sql_type, sqltypes.JSON):
-        return "any"
-    if isinstance(sql_type, sqltypes.String):  # Enum, Text, Unicode
-        return "string"
-    return "any"
+    kind = column_kind(sql_type)
+    if kind == "number" and getattr(sql_type, "asdecimal", False):
+        return "decimal"
+    return _COLUMN_KINDS.get(kind, "any")  # JSON and other types: any JSON
 
 
 def _describe(value: Any) -> str:
@@ -196,14 +190,4 @@ def _timestamp(value: str, *, aware: bool) -> dt.datetime:
 
 
 def _article(sql_type: Any) -> str:
-    if isinstance(sql_type, NUMBER_TYPES):
-        return "a decimal number"
-    if isinstance(sql_type, sqltypes.DateTime):
-        return "a date-time (ISO 8601)"
-    if isinstance(sql_type, sqltypes.Date):
-        return "a date (YYYY-MM-DD)"
-    if isinstance(sql_type, sqltypes.Time):
-        return "a time (HH:MM:SS)"
-    if isinstance(sql_type, sqltypes.Uuid):
-        return "a UUID"
-    return "a valid value"
+    return _ARTICLES.get(column_kind(sql_type), "a valid value")
