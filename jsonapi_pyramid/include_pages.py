@@ -1,63 +1,109 @@
-"""Paged, counted includes: ``page[<include path>][size]`` and ``page[<include path>][number]``.
+"""Paged, counted includes: ``page[<include path>][size]`` with ``[number]``, or with the cursor
+profile's ``[after]`` / ``[before]``.
 
 A to-many relationship on an include path carries at most ``size`` members per parent in a
 compound document (``page[comments][size]=3``; ``jsonapi.default_include_size`` when the request
 does not say, none by default). Its relationship object then has ``meta.count`` (how many members
 the caller may see) and pagination links to its related endpoint (``first``, ``prev``, ``next``,
-``last``).
+and ``last`` for page numbers).
+
+Cursors: members come in id order, so a position in a relationship is a member id, the same for
+every parent. ``page[<path>][after]=<cursor>`` keeps, per parent, the members after that id (and
+``[before]`` those before it); a cursor names the relationship (the parent's type and the
+relationship's name) in its signature, not the parent, so it applies to every parent. Each member
+identifier of a cursor-paged relationship carries its cursor in ``meta.page.cursor``, and the
+relationship object's ``prev``/``next`` links go to the related endpoint with that endpoint's own
+cursors. A path is cursor-paged when the request gives it a cursor or names the cursor profile in
+``Accept``.
 
 Each include path stays one statement whatever the page and per-relationship sizes: the include
 statement, visibility included, is ranked per parent with window functions
 (``ROW_NUMBER() OVER (PARTITION BY parent ORDER BY member)``, ``COUNT(*) OVER (PARTITION BY
-parent)``) and only the ranks of the page are kept, plus each parent's first row, which carries
-the count when the page starts past it.
+parent)``, and for cursors ``SUM(CASE WHEN member <= :after ...) OVER (PARTITION BY parent)``:
+how many members lie at or before the cursor) and only the ranks of the page are kept, plus each
+parent's first row, which carries the count when the page starts past it.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
-from sqlalchemy import Integer, and_, bindparam, func, or_, select
+from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select
 from sqlalchemy.orm import aliased
 
 from .errors import BadRequest
+from .pagination import CursorCodec, collection_scope
 
-__all__ = ["IncludePage", "PagedMembers", "include_pages", "page_members", "paged_statement"]
+__all__ = ["IncludePage", "PageMarks", "PagedMembers", "Window", "include_pages", "member_codec", "page_members",
+           "page_parameters", "paged_statement", "related_codec"]
 
 _DIGITS_MAX = 999999999
 
 
 @dataclass(frozen=True)
 class IncludePage:
-    """The members of one to-many include path each parent carries."""
+    """The members of one to-many include path each parent carries: page ``number`` of ``size``,
+    or (``cursor``) the ``size`` members after ``after`` and/or before ``before`` (member ids,
+    decoded from the request's cursors; None when not given)."""
 
     size: int
     number: int = 1
+    cursor: bool = False
+    after: Any = None
+    before: Any = None
 
     @property
     def first(self) -> int:
-        """Rank of the first member of the page (ranks count from 1)."""
+        """Rank of the first member of a numbered page (ranks count from 1)."""
         return (self.number - 1) * self.size + 1
 
     @property
     def last(self) -> int:
         return self.number * self.size
 
+    @property
+    def shape(self) -> str:
+        """Which statement serves the page: ``number``, ``after``, ``before`` or ``range``."""
+        if self.after is not None:
+            return "range" if self.before is not None else "after"
+        return "before" if self.before is not None else "number"
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where one parent's page lies among its visible members: their ``count``, the members at or
+    before ``page[after]`` (``low``) and before ``page[before]`` (``high``), and the ranks of the
+    page's first and last members (None for an empty page)."""
+
+    count: int
+    low: int = 0
+    high: int | None = None
+    first: int | None = None
+    last: int | None = None
+
 
 @dataclass
 class PagedMembers:
-    """The linkage of a paged to-many relationship of one parent: the page's members and the
-    number of members the caller may see (``document`` shows them as ``data``, ``meta.count``
-    and pagination links)."""
+    """The linkage of a paged to-many relationship of one parent: the page's members, and where
+    they lie (``document`` shows them as ``data``, ``meta.count`` and pagination links).
+    ``signer``: related URL -> the ``CursorCodec`` of that endpoint (cursor pages)."""
 
     members: list[Any]
-    count: int
+    window: Window
     page: IncludePage
+    ids: tuple[Any, Any] = (None, None)  # ids of the page's first and last members
+    signer: Any = None
+
+    @property
+    def count(self) -> int:
+        return self.window.count
 
     def links(self, related: str) -> dict[Any, Any]:
         size = self.page.size
+        if self.page.cursor:
+            return self._cursor_links(related)
         last = max(1, math.ceil(self.count / size))
 
         def link(number: int) -> str:
@@ -68,42 +114,115 @@ class PagedMembers:
         return {"first": link(1), "prev": link(number - 1) if number > 1 else None,
                 "next": link(number + 1) if number < last else None, "last": link(last)}
 
+    def _cursor_links(self, related: str) -> dict[Any, Any]:
+        """``first``, and ``prev``/``next`` with cursors of the related endpoint, ``null`` when no
+        member lies before/after the page (always known: the window counts them)."""
+        window, page, codec = self.window, self.page, self.signer(related)
+        base = [("page[size]", str(page.size))]
+        prev = next_ = None
+        if window.first is not None:
+            if window.first > 1:
+                prev = codec.encode((self.ids[0],))
+            if window.last is not None and window.last < window.count:
+                next_ = codec.encode((self.ids[1],))
+        elif page.after is not None and window.low > 0:  # past the end: before (and at) the cursor
+            prev = codec.encode((page.after,), inclusive=True)
+        elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
+            next_ = codec.encode((page.before,), inclusive=True)
 
-def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any], settings: Any) -> dict[str, IncludePage]:
+        def link(extra: list[tuple[str, str]]) -> str:
+            return related + "?" + urlencode(base + extra, quote_via=quote, safe="[]")
+
+        return {"first": link([]), "prev": link([("page[before]", prev)]) if prev else None,
+                "next": link([("page[after]", next_)]) if next_ else None}
+
+
+class PageMarks:
+    """What one paged include node adds to its linkage: ``PagedMembers`` per parent and, for a
+    cursor page, each member identifier's cursor (``meta.page.cursor``, its position for
+    ``page[<path>][after|before]``) and the ids of each parent's first and last members."""
+
+    def __init__(self, request: Any, definition: Any, name: str, page: IncludePage) -> None:
+        self.page = page
+        self.codec = (member_codec(request.registry.jsonapi.settings["cursor_secret"], definition, name)
+                      if page.cursor else None)
+        self.signer = related_codec(request) if page.cursor else None
+        self.edges: dict[Any, list[Any]] = {}
+
+    def mark(self, identifier: dict[str, Any], member_id: Any) -> None:
+        if self.codec is not None:
+            identifier["meta"] = {"page": {"cursor": self.codec.encode((member_id,))}}
+
+    def note(self, parent_id: Any, member_id: Any) -> None:
+        if self.codec is not None:
+            self.edges.setdefault(parent_id, [member_id, None])[1] = member_id
+
+    def paged(self, members: list[Any], windows: dict[Any, Window], parent_id: Any) -> PagedMembers:
+        edges = self.edges.get(parent_id, (None, None))
+        return PagedMembers(members, windows.get(parent_id) or Window(0), self.page, (edges[0], edges[1]), self.signer)
+
+
+def member_codec(secret: str, definition: Any, name: str) -> CursorCodec:
+    """The codec of the cursors of the members of relationship ``name`` of ``definition`` (a
+    member's position in id order: the same for every parent)."""
+    return CursorCodec(secret, f"include\n{definition.type}\n{name}")
+
+
+def related_codec(request: Any) -> Any:
+    """related URL -> the ``CursorCodec`` of that related endpoint read without sort or filters
+    (the endpoint the cursor links of a paged relationship lead to)."""
+    secret, root = request.registry.jsonapi.settings["cursor_secret"], request.script_name
+
+    def codec(related: str) -> CursorCodec:
+        return CursorCodec(secret, collection_scope(urlsplit(related).path[len(root):], "", []))
+
+    return codec
+
+
+def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any], settings: Any,
+                  profile: bool = False) -> dict[str, IncludePage]:
     """Include path -> ``IncludePage`` of every to-many path of the include ``tree``: the
-    request's ``page[<path>][size|number]`` (``values``: path -> {key: (parameter, raw)}), else
-    ``jsonapi.default_include_size`` when set. A path that is not a to-many include path, or a
-    bad value, is a 400 naming the parameter."""
+    request's ``page[<path>][size|number|after|before]`` (``values``: path -> {key: (parameter,
+    raw)}), else ``jsonapi.default_include_size`` when set. ``profile``: the request names the
+    cursor profile (every paged path then gives cursors). A path that is not a to-many include
+    path, a bad value or a cursor of another relationship is a 400 naming the parameter."""
     to_many = _to_many_paths(definition, tree, "")
     pages = {}
     for path, given in values.items():
-        for key, (parameter, _raw) in given.items():
-            if key not in ("size", "number"):
-                raise BadRequest(f"{parameter!r}: an include path is paged with [size] and [number] only.",
-                                 parameter=parameter)
-            if path not in to_many:
-                raise BadRequest(f"{parameter!r}: {path!r} is not a to-many relationship on the include paths.",
-                                 parameter=parameter)
+        if path not in to_many:
+            parameter = next(iter(given.values()))[0]
+            raise BadRequest(f"{parameter!r}: {path!r} is not a to-many relationship on the include paths.",
+                             parameter=parameter)
     maximum, default = settings["max_include_size"], settings["default_include_size"]
-    for path in to_many:
+    for path, (owner, name) in to_many.items():
         given = values.get(path, {})
         size = _number(given["size"], maximum) if "size" in given else default
         number = _number(given["number"], _DIGITS_MAX) if "number" in given else 1
-        if size:
-            pages[path] = IncludePage(size, number)
-        elif "number" in given:
-            raise BadRequest(f"{given['number'][0]!r} needs page[{path}][size] (no default include size is set).",
+        cursors = {key: given[key] for key in ("after", "before") if key in given}
+        if cursors and "number" in given:
+            raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
                              parameter=given["number"][0])
+        if not size:
+            for key in ("number", *cursors):
+                if key in given:
+                    raise BadRequest(f"{given[key][0]!r} needs page[{path}][size] (no default include size is "
+                                     "set).", parameter=given[key][0])
+            continue
+        codec = member_codec(settings["cursor_secret"], owner, name)
+        decoded = {key: codec.decode(raw, parameter, 1)[0][0] for key, (parameter, raw) in cursors.items()}
+        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),
+                                  decoded.get("after"), decoded.get("before"))
     return pages
 
 
-def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> set[str]:
-    paths = set()
+def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> dict[str, tuple[Any, str]]:
+    """Include path -> (definition, relationship name) of the to-many paths of ``tree``."""
+    paths = {}
     for name, subtree in tree.items():
         relationship = definition.relationships[name]
         if relationship.many:
-            paths.add(prefix + name)
-        paths |= _to_many_paths(relationship.target_definition, subtree, f"{prefix}{name}.")
+            paths[prefix + name] = (definition, name)
+        paths.update(_to_many_paths(relationship.target_definition, subtree, f"{prefix}{name}."))
     return paths
 
 
@@ -116,25 +235,40 @@ def _number(given: tuple[Any, ...], maximum: int) -> int:
     return int(raw)
 
 
-def paged_statement(statement: Any, target: Any, records: bool) -> Any:
+def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number") -> Any:
     """``statement`` (an include statement: records with the parent id last, or (parent id,
-    instance)) ranked per parent, keeping the ranks ``jsonapi_include_first`` to
-    ``jsonapi_include_last`` (bound) and each parent's first row; the rank and the parent's
-    count follow the statement's columns."""
+    instance)) ranked per parent, keeping each parent's first row and the page's ranks:
+    ``jsonapi_include_first`` to ``jsonapi_include_last`` (bound) for a numbered page; for a
+    cursor page (``shape`` after, before or range) the ``jsonapi_include_size`` members after the
+    ``jsonapi_include_after`` id and/or before the ``jsonapi_include_before`` id. The rank, the
+    parent's count and, for cursors, the members at or before ``after`` and before ``before``
+    follow the statement's columns."""
     members = statement.order_by(None).subquery("jsonapi_members")
     columns = list(members.c)
     if records:
         parent, member = members.c.jsonapi_parent_id, columns[0]
     else:
         parent, member = columns[0], members.corresponding_column(target.id_column)
-    ranked = select(
-        *columns,
-        func.row_number().over(partition_by=parent, order_by=member).label("jsonapi_rank"),
-        func.count().over(partition_by=parent).label("jsonapi_count"),
-    ).subquery("jsonapi_ranked")
-    rank = ranked.c.jsonapi_rank
-    keep = or_(rank == 1, and_(rank >= bindparam("jsonapi_include_first", type_=Integer),
-                               rank <= bindparam("jsonapi_include_last", type_=Integer)))
+    count = func.count().over(partition_by=parent)
+    windows = [func.row_number().over(partition_by=parent, order_by=member).label("jsonapi_rank"),
+               count.label("jsonapi_count")]
+    if shape != "number":
+        after = bindparam("jsonapi_include_after", type_=member.type)
+        before = bindparam("jsonapi_include_before", type_=member.type)
+        low = func.sum(case((member <= after, 1), else_=0)).over(partition_by=parent) if shape != "before" else None
+        high = func.sum(case((member < before, 1), else_=0)).over(partition_by=parent) if shape != "after" else count
+        windows += [(low if low is not None else literal(0, Integer)).label("jsonapi_low"),
+                    high.label("jsonapi_high")]
+    ranked = select(*columns, *windows).subquery("jsonapi_ranked")
+    rank, size = ranked.c.jsonapi_rank, bindparam("jsonapi_include_size", type_=Integer)
+    if shape == "number":
+        page = and_(rank >= bindparam("jsonapi_include_first", type_=Integer),
+                    rank <= bindparam("jsonapi_include_last", type_=Integer))
+    elif shape == "before":
+        page = and_(rank <= ranked.c.jsonapi_high, rank > ranked.c.jsonapi_high - size)
+    else:
+        page = and_(rank > ranked.c.jsonapi_low, rank <= ranked.c.jsonapi_low + size, rank <= ranked.c.jsonapi_high)
+    keep = or_(rank == 1, page)
     ranked_columns = list(ranked.c)
     if records:
         parent_column = ranked.c.jsonapi_parent_id
@@ -143,19 +277,45 @@ def paged_statement(statement: Any, target: Any, records: bool) -> Any:
     else:
         parent_column = ranked_columns[0]
         entity = aliased(target.model, ranked)
-        selected = (parent_column, entity, rank, ranked.c.jsonapi_count)
+        extra = (ranked.c.jsonapi_low, ranked.c.jsonapi_high) if shape != "number" else ()
+        selected = (parent_column, entity, rank, ranked.c.jsonapi_count, *extra)
         member_column = getattr(entity, target.id_attribute)
     return select(*selected).where(keep).order_by(parent_column, member_column)
 
 
-def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any], dict[Any, Any]]:
-    """(parent id, member) pairs of the page and each parent's count, from the rows of a
-    ``paged_statement``: records (*columns, parent id, rank, count) or (parent id, instance,
-    rank, count)."""
-    pairs, counts = [], {}
+def page_parameters(page: IncludePage) -> dict[str, Any]:
+    """The bound values of a ``paged_statement`` of ``page``'s shape."""
+    if page.shape == "number":
+        return {"jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    values = {"jsonapi_include_size": page.size}
+    if page.after is not None:
+        values["jsonapi_include_after"] = page.after
+    if page.before is not None:
+        values["jsonapi_include_before"] = page.before
+    return values
+
+
+def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any], dict[Any, Window]]:
+    """(parent id, member) pairs of the page and each parent's ``Window``, from the rows of a
+    ``paged_statement``: records (*columns, parent id, rank, count[, low, high]) or (parent id,
+    instance, rank, count[, low, high])."""
+    pairs: list[Any] = []
+    windows: dict[Any, tuple[Any, Any, Any]] = {}
+    edges: dict[Any, tuple[Any, Any]] = {}
+    cursor = page.shape != "number"
     for row in rows:
-        parent_id, member, rank, total = (row[-3], row, row[-2], row[-1]) if records else row
-        counts[parent_id] = total
-        if rank >= page.first:  # else: the parent's first row, read for its count only
+        if cursor:
+            parent_id, member = (row[-5], row) if records else (row[0], row[1])
+            rank, total, low, high = row[-4:]
+            inside = low < rank <= high and (rank > high - page.size if page.shape == "before" else rank <= low + page.size)
+        else:
+            parent_id, member = (row[-3], row) if records else (row[0], row[1])
+            rank, total, low, high = row[-2], row[-1], 0, None
+            inside = rank >= page.first
+        if inside:  # else: the parent's first row, read for its count only
             pairs.append((parent_id, member))
-    return pairs, counts
+            first = edges.get(parent_id, (rank, None))[0]
+            edges[parent_id] = (first, rank)
+        windows[parent_id] = (total, low, high)
+    return pairs, {parent_id: Window(total, low, high, *edges.get(parent_id, (None, None)))
+                   for parent_id, (total, low, high) in windows.items()}

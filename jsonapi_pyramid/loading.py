@@ -23,7 +23,7 @@ from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
-from .include_pages import IncludePage, PagedMembers, page_members, paged_statement
+from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
 from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
 from .query import Page, QueryPlan
 
@@ -287,8 +287,9 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         relationship = definition.relationships[name]
         target = relationship.target_definition
         page = pages.get(prefix + name)
-        pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
+        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = id_getter(target)
+        marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
         by_parent: dict[Any, list[Any]] = {}
         identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
         children = []
@@ -298,6 +299,8 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
             if identifier is None:
                 shown = target.definition_of(child) if target.subtypes else target
                 identifier = identifiers[resource_id] = {"type": shown.type, "id": resource_id}
+                if marks is not None:
+                    marks.mark(identifier, child_id(child))
                 children.append(child)
                 key = (shown.type, resource_id)
                 if key not in seen:
@@ -308,14 +311,16 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
                 by_parent[parent_id] = [identifier]
             else:
                 members.append(identifier)
+            if marks is not None:
+                marks.note(parent_id, child_id(child))
         linkage = loaded.linkage
         many = relationship.many
         for parent_id in parent_ids:
             members = by_parent.get(parent_id)
             slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
-            if counts is not None:
-                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), cast("IncludePage", page))
+            if marks is not None:
+                slot[name] = marks.paged(slot[name], cast("dict[Any, Any]", windows), parent_id)
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
 
 
@@ -331,9 +336,9 @@ def _include_pairs(request: Request, statements: Any, definition: Any, relations
         if records:  # (*record columns, parent id)
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
         return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
-    statement = statements.get(request, ("include paged", definition, relationship.name), lambda: paged_statement(
-        _include_statement(request, statements, definition, relationship), target, records))
-    parameters = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    statement = statements.get(request, ("include paged", definition, relationship.name, page.shape), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship), target, records, page.shape))
+    parameters = {**parameters, **page_parameters(page)}
     rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
     return page_members(rows, records, page)
 

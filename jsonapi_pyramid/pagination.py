@@ -38,9 +38,11 @@ from .schema import CURSOR_KINDS
 __all__ = [
     "ERROR_TYPES",
     "PROFILE",
+    "CursorCodec",
     "CursorPage",
     "OrderKey",
     "check_cursor_sort",
+    "collection_scope",
     "is_count_key",
     "keyset_criterion",
     "load_cursor_page",
@@ -263,7 +265,13 @@ def cursor_scope(request: Request, plan: Any) -> str:
     """What a cursor is bound to: the collection's URL path, the sort and the filter parameters."""
     sort = ",".join(("-" if key.descending else "") + ".".join(key.path) for key in plan.sort)
     filters = sorted((name, value) for name, value in request.GET.items() if name.startswith("filter"))
-    return "\n".join([request.path_info, sort, *(f"{name}={value}" for name, value in filters)])
+    return collection_scope(request.path_info, sort, filters)
+
+
+def collection_scope(path: str, sort: str, filters: list[tuple[str, str]]) -> str:
+    """The scope of the cursors of the collection at ``path`` (below the script name) read with
+    ``sort`` and the sorted ``filters`` (also what a paged include's cursor links are signed for)."""
+    return "\n".join([path, sort, *(f"{name}={value}" for name, value in filters)])
 
 
 # -- loading a page ------------------------------------------------------------------------------------

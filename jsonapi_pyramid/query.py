@@ -145,9 +145,9 @@ def query_parameters(request: Request) -> list[tuple[str, str, str, str | None, 
         bracketed = key is not None
         if family in {"include", "sort"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
-        if family == "page" and op is not None and (key in _PAGE_KEYS or op not in ("size", "number")):
-            raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or page[<include path>][size|number].",
-                             parameter=name)
+        if family == "page" and op is not None and (key in _PAGE_KEYS or op not in _PAGE_KEYS):
+            raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or "
+                             "page[<include path>][size|number|after|before].", parameter=name)
         if family in {"fields", "meta", "page"} and (not bracketed or not key or (op is not None and family != "page")):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
@@ -167,7 +167,7 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
     filter_items: list[tuple[str, str]] = []
     include_page_values: dict[str, dict[Any, Any]] = {}
     for name, value, family, key, op in query_parameters(request):
-        if family == "page" and op is not None:  # page[<include path>][size|number]: any read
+        if family == "page" and op is not None:  # page[<include path>][size|number|after|before]: any read
             include_page_values.setdefault(cast("str", key), {})[op] = (name, value)
             continue
         if family in {"sort", "filter", "page"} and not collection:
@@ -203,9 +203,10 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
             lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
     for sort_key in plan.sort:
         check_restricted_path(request, definition, sort_key.path, "sort")
-    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
+    profile = profile_requested(request)
+    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings, profile)
     if collection:
-        plan.page = _parse_page(page_values, settings, profile_requested(request))
+        plan.page = _parse_page(page_values, settings, profile)
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)
     return plan

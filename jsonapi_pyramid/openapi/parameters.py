@@ -137,7 +137,8 @@ class ParametersMixin:
         return params
 
     def _include_page_parameters(self, definition: Any, path: str) -> list[Any]:
-        """``page[<path>][size]`` and ``[number]`` of a to-many include path (DEVELOPMENT.md, "Paged includes")."""
+        """``page[<path>][size]``, ``[number]``, ``[after]`` and ``[before]`` of a to-many include
+        path (DEVELOPMENT.md, "Paged, counted includes")."""
         maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
         return [
             self._param(f"page.{definition.type}.{path}.size", {
@@ -150,6 +151,13 @@ class ParametersMixin:
                 "name": f"page[{path}][number]", "in": "query", "required": False,
                 "description": f"Which page of `{path}` each parent carries, from 1 (with a size).",
                 "schema": {"type": "integer", "minimum": 1, "maximum": 999999999}}),
+            *(self._param(f"page.{definition.type}.{path}.{key}", {
+                "name": f"page[{path}][{key}]", "in": "query", "required": False,
+                "description": f"Cursor pagination of `{path}` (the cursor pagination profile): each parent carries "
+                               f"the members (in id order) {key} this cursor, a member identifier's `meta.page.cursor`; "
+                               "with a size, not with a number. Members then carry their cursors and the links of "
+                               "the relationship object carry cursors of its related endpoint.",
+                "schema": {"type": "string", "minLength": 1}}) for key in ("after", "before")),
         ]
 
     def _quantifier_parameters(self, definition: Any, path: str) -> list[Any]:

@@ -21,7 +21,8 @@ def list_resources(context: Any, request: Request) -> Any:
 
 
 def _varies(request: Request, document: Any) -> Any:
-    """Collection answers depend on ``Accept`` (its cursor pagination profile): tell caches."""
+    """Collection answers, and those with paged includes, depend on ``Accept`` (its cursor
+    pagination profile): tell caches."""
     request.response.vary = ("Accept",)
     return document
 
@@ -29,7 +30,8 @@ def _varies(request: Request, document: Any) -> Any:
 def show(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility)."""
     plan = parse_query(request, context.definition, collection=False)
-    return resource_document(request, plan, context.definition, context.entity, pages=plan.include_pages)
+    document = resource_document(request, plan, context.definition, context.entity, pages=plan.include_pages)
+    return _varies(request, document) if plan.include_pages else document
 
 
 def related(context: Any, request: Request) -> Any:
@@ -42,7 +44,8 @@ def related(context: Any, request: Request) -> Any:
         loaded = load_page(request, target, plan, parent=parent)
         return _varies(request, page_document(request, plan, loaded, plan.include_pages))
     entity = load_related_one(request, context.definition, relationship, context.entity)
-    return resource_document(request, plan, target, entity, pages=plan.include_pages)
+    document = resource_document(request, plan, target, entity, pages=plan.include_pages)
+    return _varies(request, document) if plan.include_pages else document
 
 
 def linkage(context: Any, request: Request) -> Any:

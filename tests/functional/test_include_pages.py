@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from jsonapi_blog import main
 from jsonapi_blog.models import Article, Comment, User
+from jsonapi_pyramid.pagination import PROFILE
 
 DAY0 = dt.datetime(2025, 5, 1)
 APP_SETTINGS = {"blog.argon2_time_cost": "1", "blog.argon2_memory_cost": "64", "retry.attempts": "1"}
@@ -111,7 +112,8 @@ def test_nested_paths_and_single_resources(api, db, shelf):
     ("page[comments][number]", "1"),  # no size and no default size
     ("page[author][size]", "1"),  # to-one
     ("page[tags][size]", "1"),  # not on the include paths
-    ("page[comments][after]", "x"),
+    ("page[comments][after]", "x"),  # not a cursor
+    ("page[comments][number]", "2&page[comments][size]=1&page[comments][after]=x"),
 ])
 def test_bad_include_pages_are_400_naming_the_parameter(api, shelf, name, value):
     document = api.get(f"/api/articles?include=comments,author&{name}={value}", status=400).json
@@ -156,3 +158,116 @@ def test_default_include_size_setting(database_url, shelf):
     finally:
         app.registry["db.engine"].dispose()
 
+
+
+# -- cursors: page[<path>][after|before] ---------------------------------------------------------------
+
+CURSORS = {"Accept": f'application/vnd.api+json; profile="{PROFILE}"'}
+
+
+def member_cursors(api, auth_headers, shelf):
+    """comment id -> its cursor in articles' comments, every comment (an admin sees drafts)."""
+    document = get(api, "/api/articles", {"include": "comments", "page[comments][size]": "100", "page[size]": "100"},
+                   headers={**CURSORS, **auth_headers(shelf["admin"])})
+    return {int(i["id"]): i["meta"]["page"]["cursor"] for a in document["data"]
+            for i in a["relationships"]["comments"]["data"]}
+
+
+def test_cursor_pages_per_parent_and_their_links(api, db, shelf, auth_headers):
+    carol = str(shelf["carol"].id)
+    first = get(api, "/api/articles", {"filter[author]": carol, "include": "comments", "page[comments][size]": "2"},
+                headers=CURSORS)
+    for article in first["data"]:
+        comments, member = visible_comments(db, int(article["id"])), article["relationships"]["comments"]
+        assert [int(i["id"]) for i in member["data"]] == comments[:2] and member["meta"] == {"count": len(comments)}
+        assert all(i["meta"]["page"]["cursor"] for i in member["data"])
+        related = member["links"]["related"]
+        assert member["links"]["first"] == f"{related}?page[size]=2" and member["links"]["prev"] is None
+        assert "last" not in member["links"]
+        if len(comments) <= 2:
+            assert member["links"]["next"] is None
+            continue
+        # next: the related endpoint's own cursor page after this page's last member
+        following = api.get(member["links"]["next"]).json
+        assert [int(i["id"]) for i in following["data"]] == comments[2:4]
+        # the member's cursor: the same relationship, every parent, members after it
+        cursor = member["data"][-1]["meta"]["page"]["cursor"]
+        later = get(api, "/api/articles", {"filter[author]": carol, "include": "comments", "page[comments][size]": "2",
+                                           "page[comments][after]": cursor})
+        pivot = comments[1]
+        for other in later["data"]:
+            ids = [i for i in visible_comments(db, int(other["id"])) if i > pivot][:2]
+            paged = other["relationships"]["comments"]
+            assert [int(i["id"]) for i in paged["data"]] == ids
+            assert paged["meta"]["count"] == len(visible_comments(db, int(other["id"])))
+        back = relationship(later, article["id"], "comments")
+        assert api.get(back["links"]["prev"]).json["data"][-1]["id"] == str(pivot)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), size=st.integers(1, 3), shape=st.sampled_from(["after", "before", "range"]),
+       caller=st.sampled_from([None, "admin"]))
+def test_cursor_pages_match_a_brute_force_slice(api, db, shelf, auth_headers, data, size, shape, caller):
+    cursors = member_cursors(api, auth_headers, shelf)  # drafts' comments too: hidden positions
+    ids = sorted(cursors)
+    after, before = sorted(data.draw(st.lists(st.sampled_from(ids), min_size=2, max_size=2)))
+    if shape == "before":
+        after = None
+    elif shape == "after":
+        after, before = before, None
+    parameters = {"include": "comments", "page[comments][size]": str(size), "page[size]": "100"}
+    parameters.update({f"page[comments][{k}]": cursors[v] for k, v in (("after", after), ("before", before)) if v})
+    headers = auth_headers(shelf[caller]) if caller else {}
+    document = get(api, "/api/articles", parameters, headers=headers)
+    for article in document["data"]:
+        comments = visible_comments(db, int(article["id"]))
+        inside = [i for i in comments if (after is None or i > after) and (before is None or i < before)]
+        expected = inside[-size:] if shape == "before" else inside[:size]
+        member = article["relationships"]["comments"]
+        assert [int(i["id"]) for i in member["data"]] == expected
+        assert member["meta"] == {"count": len(comments)}
+        if expected:
+            assert (member["links"]["prev"] is None) == (expected[0] == comments[0])
+            assert (member["links"]["next"] is None) == (expected[-1] == comments[-1])
+
+
+def test_cursor_pages_keep_visibility(api, shelf, auth_headers):
+    cursors = member_cursors(api, auth_headers, shelf)
+    lowest = cursors[min(cursors)]
+    parameters = {"include": "articles.comments", "filter[name]": "Carol", "page[articles][size]": "5",
+                  "page[articles.comments][size]": "10", "page[articles.comments][after]": lowest}
+    anonymous = get(api, "/api/users", parameters)
+    assert anonymous["data"][0]["relationships"]["articles"]["meta"] == {"count": 3}
+    titles = {a["attributes"]["title"] for a in anonymous["included"] if a["type"] == "articles"}
+    assert titles == {"C0", "C1", "C2"}  # the draft and its comments stay hidden
+    admin = get(api, "/api/users", parameters, headers=auth_headers(shelf["admin"]))
+    shown = {a["attributes"]["title"]: a["relationships"]["comments"]["meta"]["count"]
+             for a in admin["included"] if a["type"] == "articles"}
+    assert shown == {"C0": 0, "C1": 1, "C2": 4, "C3": 2}
+
+
+def test_bad_include_cursors_are_400_naming_the_parameter(api, shelf, auth_headers):
+    tags = get(api, "/api/articles", {"include": "tags", "page[tags][size]": "5"}, headers=CURSORS)
+    cursor = next(i["meta"]["page"]["cursor"] for a in tags["data"] for i in a["relationships"]["tags"]["data"])
+    for name, value in [("page[comments][after]", cursor),  # another relationship's cursor
+                        ("page[comments][before]", "e30.AAAA"), ("page[author][after]", cursor)]:
+        document = api.get(f"/api/articles?include=comments,author&page[comments][size]=2&{name}={value}",
+                           status=400).json
+        assert document["errors"][0]["source"] == {"parameter": name}
+
+
+@pytest.mark.parametrize("size", [10, 100])
+@pytest.mark.parametrize("include", ["comments", "comments,tags,author"])
+def test_cursor_paged_includes_cost_one_statement_per_path(api, shelf, make_articles, count_statements, auth_headers,
+                                                           size, include):
+    make_articles(40, shelf["bob"], comments=5, tags=3)
+    cursors = member_cursors(api, auth_headers, shelf)
+    parameters = {"include": include, "page[size]": str(size), "page[comments][size]": "2",
+                  "page[comments][after]": cursors[sorted(cursors)[3]]}
+    if "tags" in include:
+        parameters["page[tags][size]"] = "1"
+    with count_statements() as statements:
+        document = get(api, "/api/articles", parameters, headers=CURSORS)
+    assert len(document["data"]) == min(size, 45)
+    assert len(statements) == 1 + len(include.split(","))
+    assert all(len(a["relationships"]["comments"]["data"]) <= 2 for a in document["data"])

@@ -257,7 +257,8 @@ def test_query_parameters_of_a_list(document):
     assert parameters["filter.articles.comments.count.gte"]["schema"]["type"] == "integer"
     assert "filter[or][<n>]" in document["info"]["description"]
     # paged includes: to-many include paths only
-    assert {"page[comments][size]", "page[comments][number]", "page[tags.articles][size]"} <= names
+    assert {"page[comments][size]", "page[comments][number]", "page[tags.articles][size]",
+            "page[comments][after]", "page[tags.articles][before]"} <= names
     assert not {"page[author][size]", "page[comments.author][size]"} & names
     assert parameters["page.articles.comments.size"]["schema"]["maximum"] == 100
 
