@@ -78,7 +78,7 @@ def includeme(config):
         acl=user_acl,
         restricted={"email": email_is_queryable},  # emails are hidden: no probing by filter or sort
         filterable=USER_ATTRIBUTES + ("roles", "articles", "profile"),
-        sortable=USER_ATTRIBUTES + ("articles.count",),
+        sortable=USER_ATTRIBUTES + ("articles.count", "articles.max.createdAt", "articles.min.createdAt"),
         create=schemas.UserCreate,
         apply=schemas.apply_user,
     )
@@ -87,8 +87,10 @@ def includeme(config):
         Article,
         acl=article_acl,
         visible=visible_articles,
-        filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name"),
-        sortable=ARTICLE_ATTRIBUTES + ("author.name", "comments.count", "tags.count"),
+        filterable=ARTICLE_ATTRIBUTES + ("author", "comments", "tags", "author.name", "author.email", "tags.name",
+                                         "author.articles"),
+        sortable=ARTICLE_ATTRIBUTES + ("author.name", "comments.count", "tags.count", "comments.max.createdAt",
+                                       "comments.min.createdAt", "author.articles.count"),
         create=schemas.ArticleCreate,
         update=schemas.ArticleUpdate,
         relationship_defaults={"author": caller_as_default},

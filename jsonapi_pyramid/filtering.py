@@ -17,13 +17,15 @@ from itertools import count as numbering
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import Boolean, String, and_, bindparam, false, func, not_, or_, select, true
+from sqlalchemy import Boolean, String, and_, bindparam, false, func, inspect, not_, or_, select, true
+from sqlalchemy.sql.util import ClauseAdapter
 
 from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .filter_terms import FilterTerm
 
-__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_count"]
+__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_aggregate",
+           "related_count"]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -121,12 +123,35 @@ def _quantified(request: Request, definition: Any, node: Quantified, numbers: An
     return _through(request, definition, node.path, last)
 
 
-def related_count(request: Request, definition: Any, name: str) -> Any:
+def related_count(request: Request, definition: Any, name: str, entity: Any = None) -> Any:
     """The correlated ``(SELECT count(*) ...)`` of the visible members of the to-many
-    relationship ``name`` of a row of ``definition``: hidden ones never count."""
+    relationship ``name`` of a row of ``definition`` (``entity``: an alias of its model that the
+    statement reads it as): hidden ones never count."""
     relationship = definition.relationships[name]
     visible = relationship.target_definition.visibility(request)
-    return _count_of(getattr(definition.model, relationship.prop.key), visible if visible is not None else true())
+    accessor = getattr(definition.model if entity is None else entity, relationship.prop.key)
+    return _count_of(accessor, visible if visible is not None else true())
+
+
+def related_aggregate(request: Request, definition: Any, name: str, function: str, attribute: str,
+                      entity: Any = None) -> Any:
+    """The correlated ``(SELECT max(<attribute>) ...)`` (or ``min``, ``sum``) over the visible
+    members of the to-many relationship ``name`` of a row of ``definition`` (``entity``: as in
+    ``related_count``): hidden ones never contribute; NULL when no visible member has a value."""
+    relationship = definition.relationships[name]
+    target = relationship.target_definition
+    visible = target.visibility(request)
+    entity = definition.model if entity is None else entity
+    members = getattr(entity, relationship.prop.key).any(visible if visible is not None else true()).element.element
+    expression = target.fields[attribute].expression
+    expression = getattr(expression, "__clause_element__", lambda: expression)()
+    # the members' FROM: the target's table, or the alias a self-referential relationship reads
+    # them from (not the correlated parent's): the aggregated column is read from it
+    table, parent = inspect(target.model).local_table, inspect(entity).selectable
+    source = next((f for f in members.get_final_froms() if f is not parent and f.is_derived_from(table)), None)
+    if source is not None:
+        expression = ClauseAdapter(source).traverse(expression)
+    return members.with_only_columns(getattr(func, function)(expression)).scalar_subquery()
 
 
 def _count_of(accessor: Any, visible: Any) -> Any:

@@ -20,9 +20,10 @@ from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
-from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
-from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
+from .filtering import filter_parameters, filter_shape, filters_criterion
+from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
+from .sorting import sort_keys
 
 __all__ = ["Loaded", "count_of", "id_getter"]
 
@@ -73,43 +74,7 @@ def _collection_parts(request: Request, definition: Any, plan: Any, *, parent: A
     filtered = filters_criterion(request, definition, plan.filters)
     if filtered is not None:
         statement = statement.where(filtered)
-    return cast("tuple[Any, list[OrderKey]]", _apply_sort(request, definition, plan, statement))
-
-
-def _apply_sort(request: Request, definition: Any, plan: Any, statement: Any) -> Any:
-    """Order keys of ``plan.sort`` plus the id as the last tie-breaker. A path through to-one
-    relationships is an outer join (rows without a visible related row sort as NULL: nothing is
-    dropped, and a to-one join cannot duplicate)."""
-    keys = []
-    joined = set()
-    for key in plan.sort:
-        if is_count_key(definition, key.path):  # a correlated count: never NULL, no join
-            keys.append(OrderKey(related_count(request, definition, key.path[0]), key.descending))
-            continue
-        current = definition
-        through = False
-        for name in key.path[:-1]:
-            relationship = current.relationships[name]
-            target = relationship.target_definition
-            if (current.type, name) not in joined:
-                on = getattr(current.model, relationship.prop.key)
-                visible = target.visibility(request)
-                statement = statement.outerjoin(on if visible is None else on.and_(visible))
-                joined.add((current.type, name))
-            current = target
-            through = True
-        if key.path[-1] == "id":
-            column, nullable = getattr(current.model, current.id_attribute), False
-        else:
-            field = current.fields[key.path[-1]]
-            column, nullable = field.expression, field.nullable
-        keys.append(OrderKey(column, key.descending, through or nullable))
-    if not any(key.path == ("id",) for key in plan.sort):
-        # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
-        # ``created_at DESC, id DESC``, which one backward index scan delivers in order.
-        descending = bool(plan.sort) and plan.sort[-1].descending
-        keys.append(OrderKey(getattr(definition.model, definition.id_attribute), descending))
-    return statement, keys
+    return sort_keys(request, definition, plan, statement)
 
 
 def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan, *, parent: Any = None) -> Loaded:
@@ -197,7 +162,7 @@ def read_records(request: Request, statement: Any, parameters: Any = None) -> li
 
 def keys_of(request: Request, definition: Any, plan: Any) -> list[OrderKey]:
     """The order keys of a collection read (what a cursor carries)."""
-    return cast("list[OrderKey]", _apply_sort(request, definition, plan, select(definition.model))[1])
+    return sort_keys(request, definition, plan, select(definition.model))[1]
 
 
 def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: Any) -> Loaded:

@@ -33,6 +33,7 @@ from pyramid.request import Request
 from sqlalchemy import and_, false, or_
 
 from .errors import BadRequest, error_object
+from .relationships import relationship_aggregate
 from .schema import CURSOR_KINDS
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "OrderKey",
     "check_cursor_sort",
     "collection_scope",
-    "is_count_key",
     "keyset_criterion",
     "load_cursor_page",
     "max_size_error",
@@ -100,8 +100,13 @@ def check_cursor_sort(definition: Any, sort: Any) -> None:
     other sort answers the profile's unsupported-sort error (page pagination serves it)."""
     for key in sort:
         name = ".".join(key.path)
-        if is_count_key(definition, key.path):
-            continue  # an integer
+        aggregate = relationship_aggregate(definition, key.path)
+        if aggregate is not None and not aggregate.through:
+            if aggregate.attribute is None:
+                continue  # a count: an integer
+            target = definition.relationships[aggregate.relationship].target_definition
+            if target.fields[aggregate.attribute].kind in CURSOR_KINDS:
+                continue  # max, min or sum of an attribute a cursor can carry (or NULL)
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
@@ -109,14 +114,6 @@ def check_cursor_sort(definition: Any, sort: Any) -> None:
         if kind not in CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
-
-
-def is_count_key(definition: Any, path: tuple[Any, ...]) -> bool:
-    """Whether a sort ``path`` is ``<to-many relationship>.count`` (the number of visible members)."""
-    if len(path) != 2 or path[1] != "count":
-        return False
-    relationship = definition.relationships.get(path[0])
-    return relationship is not None and relationship.many
 
 
 # -- order keys and keyset SQL -----------------------------------------------------------------------

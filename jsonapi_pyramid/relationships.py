@@ -28,6 +28,7 @@ sides, and every fact about the mapping the loaders, validators and the OpenAPI 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
@@ -37,7 +38,8 @@ from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
 MANYTOONE = RelationshipDirection.MANYTOONE
 ONETOMANY = RelationshipDirection.ONETOMANY
 
-__all__ = ["RelationshipsCollection", "ToManyRelationship", "ToOneRelationship"]
+__all__ = ["AGGREGATE_FUNCTIONS", "Aggregate", "RelationshipsCollection", "ToManyRelationship", "ToOneRelationship",
+           "relationship_aggregate"]
 
 
 class Relationship:
@@ -212,3 +214,39 @@ class RelationshipsCollection:
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
+
+
+# -- aggregates of to-many relationships (sort keys) ----------------------------------------------
+
+#: The functions of an aggregate sort key: ``<to-many>.count`` and ``<to-many>.<function>.<attribute>``.
+AGGREGATE_FUNCTIONS = ("max", "min", "sum")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A sort key over the visible members of a to-many relationship: ``comments.count``,
+    ``comments.max.createdAt``, or the same after to-one relationships (``author.articles.count``)."""
+
+    through: tuple[str, ...]  # the to-one relationship names first
+    relationship: str  # the to-many relationship
+    function: str  # count, max, min or sum
+    attribute: str | None  # the related type's attribute (None for count)
+
+
+def relationship_aggregate(definition: Any, path: tuple[str, ...]) -> Aggregate | None:
+    """The ``Aggregate`` a sort ``path`` of ``definition`` names, or None when it names none: to-one
+    relationship names, one to-many relationship name, then ``count`` or ``<function>.<attribute>``."""
+    current = definition
+    for index, name in enumerate(path):
+        relationship = current.relationships.get(name)
+        if relationship is None:
+            return None
+        if relationship.many:
+            rest = path[index + 1:]
+            if rest == ("count",):
+                return Aggregate(tuple(path[:index]), name, "count", None)
+            if len(rest) == 2 and rest[0] in AGGREGATE_FUNCTIONS:
+                return Aggregate(tuple(path[:index]), name, rest[0], rest[1])
+            return None
+        current = relationship.target_definition
+    return None

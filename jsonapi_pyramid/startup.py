@@ -21,7 +21,7 @@ from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import NullType
 
 from .identifiers import id_generated, id_rule
-from .relationships import RelationshipsCollection
+from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
 from .schema import Readers, attribute_sql, build_fields, column_kind
 from .transformer import Transformer, meta_method_name
 
@@ -168,15 +168,18 @@ def _check_path(origin: Any, kind: str, path: str) -> None:
     parts = path.split(".")
     if kind == "filterable" and parts[0] in ("and", "or", "not"):
         raise ConfigurationError(f"{origin.type}: filterable {path!r}: and, or, not are keys of the filter language")
+    aggregate = relationship_aggregate(origin, tuple(parts)) if kind == "sortable" else None
+    if aggregate is not None:  # the visible members' count, or max/min/sum of an attribute
+        _check_aggregate(origin, path, aggregate)
+        return
     for index, part in enumerate(parts):
         last = index == len(parts) - 1
         relationship = definition.relationships.get(part)
-        if kind == "sortable" and index == 0 and relationship is not None and relationship.many and parts[1:] == ["count"]:
-            return  # the number of visible members (``sort=-comments.count``)
         if relationship is not None:
             if kind == "sortable" and (relationship.many or last):
                 raise ConfigurationError(f"{origin.type}: sortable {path!r} must end in an attribute through to-one "
-                                         "links, or be <to-many relationship>.count")
+                                         "links, or be [<to-one>.]<to-many>.count or "
+                                         "[<to-one>.]<to-many>.<max|min|sum>.<attribute>")
             definition = relationship.target_definition
             continue
         if last and part == "id":
@@ -187,6 +190,24 @@ def _check_path(origin: Any, kind: str, path: str) -> None:
         raise ConfigurationError(
             f"{origin.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
         )
+
+
+def _check_aggregate(origin: Any, path: str, aggregate: Aggregate) -> None:
+    """A sortable aggregate (``comments.max.createdAt``) aggregates an attribute the related type
+    may be sorted by (``sum``: a number)."""
+    if aggregate.attribute is None:
+        return  # a count
+    target = origin
+    for name in (*aggregate.through, aggregate.relationship):
+        target = target.relationships[name].target_definition
+    attribute = aggregate.attribute
+    sql = attribute_sql(target.model, target.entity_attribute(attribute)) if attribute in target.attributes else None
+    declared = target.declared_sortable
+    if sql is None or (declared is not None and attribute not in declared):
+        raise ConfigurationError(f"{origin.type}: sortable {path!r}: {attribute!r} is not a sortable attribute of "
+                                 f"{target.type!r}")
+    if aggregate.function == "sum" and column_kind(sql[1]) not in ("integer", "number"):
+        raise ConfigurationError(f"{origin.type}: sortable {path!r}: sum needs a number, {attribute!r} is not one")
 
 
 def _check_computable(origin: Any, definition: Any, kind: str, path: str, part: str) -> None:

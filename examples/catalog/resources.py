@@ -32,9 +32,21 @@ class GenreCreate(colander.MappingSchema):
     name = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=100))
 
 
+def _genre_visibility(config):
+    """The visibility rule of genres when ``catalog.hidden_genres`` names an id prefix (else none)."""
+    prefix = config.registry.settings.get("catalog.hidden_genres")
+    if not prefix:
+        return None
+    criterion = Genre.id.not_like(prefix.replace("%", "").replace("_", "") + "%")
+    return lambda request: criterion
+
+
 def includeme(config):
     config.add_jsonapi_resource(Publisher, client_ids=True, writable=("name", "opensAt"))
-    config.add_jsonapi_resource(Person, create=PersonCreate)
+    # aggregates of to-many relationships as sort keys: sum/max of the books' attributes
+    config.add_jsonapi_resource(Person, create=PersonCreate,
+                                sortable=("name", "written.count", "written.sum.pages", "written.max.publishedOn",
+                                          "edited.count"))
     # A text key that holds UUIDs: said here, never guessed from String(36).
     config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
     config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
@@ -43,7 +55,14 @@ def includeme(config):
                                           "titleLength", "priceWithTax"),
                                 filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
                                             "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"))
-    config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate)
+    # The self-referential tree, with quantifiers, counts and aggregates both ways; with the
+    # setting catalog.hidden_genres (an id prefix) those genres are hidden from every reader.
+    config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate, visible=_genre_visibility(config),
+                                filterable=("name", "bookCount", "parent", "children", "books", "parent.name",
+                                            "parent.children"),
+                                sortable=("name", "bookCount", "children.count", "children.max.name",
+                                          "children.min.name", "books.count", "books.sum.pages", "parent.children.count",
+                                          "parent.name"))
     config.add_jsonapi_resource(Contribution, writable=("role",))
     # Inheritance: each class its own type. The bases are registered too: a relationship to a base
     # (Book.holdings, Holding.borrower) shows each row as its own class's type.

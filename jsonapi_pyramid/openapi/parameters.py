@@ -94,7 +94,10 @@ class ParametersMixin:
         sortable = list(dict.fromkeys(list(definition.sortable) + ["id"]))
         keys = [key for field in sortable for key in (field, "-" + field)]
         params.append(self._param(f"sort.{T}", self._list_param(
-            "sort", keys, "Sort keys in order; `-` for descending. Default: by id.")))
+            "sort", keys, "Sort keys in order; `-` for descending. Default: by id (always the last key). "
+            "`<to-many>.count` sorts by the number of visible members, `<to-many>.max|min|sum.<attribute>` by that "
+            "aggregate of theirs (NULL, sorted last, when no visible member has a value), also after to-one "
+            "relationships (`author.articles.count`).")))
         for path in list(dict.fromkeys(list(definition.filterable) + ["id"])):
             value, is_id, is_text = self._filter_value_schema(definition, path)
             params.append(self._param(f"filter.{T}.{path}", {
