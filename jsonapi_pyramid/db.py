@@ -277,10 +277,11 @@ def bound_unsized_body(request: Request) -> Any:
     pyramid_retry copies the body (to replay it) before any tween runs. A chunked body without
     ``Content-Length`` is read here up to ``jsonapi.max_body_bytes`` + 1 bytes only, so the
     negotiation tween then answers 413 for a longer one; webob keeps a copy up to that size in
-    memory (``bound_body``). A body over the limit, which that tween refuses before any view runs,
-    gets one attempt: pyramid_retry then copies nothing, where webob would spool it to a temporary
-    file that nobody closes (left to the garbage collector: a ``ResourceWarning``). Returns None
-    otherwise: the configured attempts.
+    memory (``bound_body``). A body over the limit gets one attempt (under the API root that tween
+    refuses it with 413 before any view runs; elsewhere it is not kept for a replay either):
+    pyramid_retry then copies nothing, where webob would spool it to a temporary file that nobody
+    closes (left to the garbage collector: a ``ResourceWarning``). Returns None otherwise: the
+    configured attempts.
     """
     jsonapi = getattr(request.registry, "jsonapi", None)
     if jsonapi is None:
