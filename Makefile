@@ -70,8 +70,8 @@ cluster: $(STAMP)
 cluster-down:
 	$(PYTHON) cluster/ctl.py down
 
-# The proofs (failover, no acknowledged write lost, read-your-writes, the load balancer) on a
-# cluster of their own: up, prove, down (also when a proof fails).
+# The proofs (failover, no acknowledged write lost, a planned switchover, read-your-writes, the
+# load balancer) on a cluster of their own: up, prove, down (also when a proof fails).
 cluster-test: $(STAMP)
 	$(PYTHON) cluster/ctl.py down
 	$(PYTHON) cluster/ctl.py up
