@@ -2,7 +2,7 @@
 ``source`` being what bench/counting.py counts statements on (an engine or a counter).
 
 ``ours`` the reference service (jsonapi_blog) as shipped, with the settings bench/serve.py always
-used; ``ours-noetag`` the same without the ETag tween (the ETag cost); ``ceiling``
+used; ``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ceiling``
 (bench/ceiling.py), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
 bench/.peer-venv's Python), ``before`` (ours from the tree on PYTHONPATH).
 """
@@ -28,17 +28,10 @@ def build_ours(url: str, etags: bool = True):
     from jsonapi_blog import main
 
     settings = {"sqlalchemy.url": url, "jsonapi.cursor_secret": CURSOR_SECRET, **OURS_SETTINGS}
-    if etags:
-        app = main({}, **settings)
-    else:
-        import jsonapi_pyramid.conditional as conditional
-
-        original = conditional.etag_tween_factory
-        conditional.etag_tween_factory = lambda handler, registry: handler
-        try:
-            app = main({}, **settings)
-        finally:
-            conditional.etag_tween_factory = original
+    os.environ.pop("JSONAPI_ETAGS", None)
+    if not etags:  # (only then: an older tree, BENCH_BEFORE, may not know the setting)
+        settings["jsonapi.etags"] = "false"
+    app = main({}, **settings)
     return app, app.registry["db.engine"]
 
 

@@ -70,8 +70,8 @@ def header(run: dict, info: dict) -> list[str]:
         "requests' CPU time), no HTTP",
         "- peak RSS: the server's VmHWM over the scenario (all its runs), reset before it (MiB)",
         "- apps: `ours` the reference service; `ceiling` bench/ceiling.py (the lean ceiling); `floor` bench/floor.py "
-        "(the same Pyramid and waitress, a constant body of ours' answer's size); `ours-noetag` ours without the "
-        "ETag tween",
+        "(the same Pyramid and waitress, a constant body of ours' answer's size); `ours-noetag` ours with "
+        "`jsonapi.etags = false`",
         "",
         "## Scenarios",
         "",
@@ -153,8 +153,8 @@ def etag_section(run: dict) -> list[str]:
     if not rows:
         return []
     return ["", "## ETags: S1-S4 with and without", "",
-            "`ours-noetag` is the reference service with the ETag tween left out of the chain "
-            "(bench/apps.py, as bench/etag_cost.py does: there is no setting that turns ETags off).", "",
+            "`ours-noetag` is the reference service with `jsonapi.etags = false` (no ETag tween, no 304), "
+            "measured in the same run, interleaved with `ours`.", "",
             "| scenario | conns | rps with ETag | rps without | with / without | +us per request | CPU us in-process with / without |",
             "|---|---|---|---|---|---|---|", *rows]
 

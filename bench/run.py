@@ -5,7 +5,7 @@ Applications (same data, same scenarios, interleaved run by run, so the ratios h
 machine; bench/apps.py builds them, bench/serve.py serves one under waitress):
 
 * ``ours``        the reference service (jsonapi_blog on jsonapi_pyramid);
-* ``ours-noetag`` the same without its ETag tween (S1-S4 only: the ETag's cost);
+* ``ours-noetag`` the same with ``jsonapi.etags = false`` (S1-S4 only: the ETag's cost);
 * ``ceiling``     bench/ceiling.py, the lean ceiling (byte-identical documents, checked first);
 * ``floor``       bench/floor.py, the same Pyramid serving a constant body of ours' answer's size;
 * ``peer``        pyramid-jsonapi 2.2.13 in bench/.peer-venv (only with BENCH_PEER=1);
