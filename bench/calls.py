@@ -26,7 +26,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scenarios import MEDIA, SCENARIOS, Unavailable, WsgiClient, build, floor_request  # noqa: E402
+from scenarios import ETAG_SCENARIOS, MEDIA, SCENARIOS, Unavailable, WsgiClient, build, floor_request  # noqa: E402
 
 DEFAULT_APPS = "ours,ceiling,floor"
 
@@ -86,6 +86,35 @@ class Caller:
         return body
 
 
+def package_of(filename: str, function: str) -> str:
+    """Where a profiled function lives: a library's top-level package, the project, the standard
+    library, or C (builtins and extension methods, which cProfile files under ``~``)."""
+    if filename == "~":
+        for name in ("sqlite3", "psycopg", "orjson", "hashlib", "hmac"):
+            if name in function:
+                return name
+        return "C builtins"
+    if "site-packages/" in filename:
+        package = filename.split("site-packages/", 1)[1].split("/", 1)[0].split(".", 1)[0]
+        return "jsonapi_pyramid" if package == "jsonapi_pyramid" else package
+    if filename.startswith(str(HERE)):
+        return "bench (harness, ceiling, floor)"
+    for project in ("jsonapi_pyramid", "jsonapi_blog"):
+        if f"/{project}/" in filename:
+            return project
+    return "stdlib"
+
+
+def by_package(stats) -> dict:
+    """Share of own time per package (``package_of``), largest first."""
+    totals: dict = {}
+    for (filename, _line, function), (_cc, _nc, own, _cum, _callers) in stats.stats.items():
+        package = package_of(filename, function)
+        totals[package] = totals.get(package, 0.0) + own
+    whole = sum(totals.values()) or 1.0
+    return {name: round(value / whole, 3) for name, value in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
 def measure(caller, source, profile_n: int, timed_n: int, top: int = 0) -> dict:
     from counting import Counting
 
@@ -108,6 +137,7 @@ def measure(caller, source, profile_n: int, timed_n: int, top: int = 0) -> dict:
             caller()
         best = min(best, (time.process_time() - started) / timed_n)
     out["cpu_us"] = best * 1e6
+    out["packages"] = by_package(stats)
     if top:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
@@ -130,6 +160,8 @@ def run(url: str, apps: list[str], scenarios: list[str], profile_n: int = 20, ti
     for scenario in scenarios:
         ours_answer = None
         for app in apps:
+            if app == "ours-noetag" and scenario not in ETAG_SCENARIOS:
+                continue  # the ETag's cost is measured on S1-S4
             try:
                 wsgi, source = built[app]
                 client = WsgiClient(wsgi)

@@ -139,6 +139,23 @@ def per_request_section(run: dict) -> list[str]:
     return lines
 
 
+def profile_section(run: dict) -> list[str]:
+    """Where ours' own time goes per scenario, by package (cProfile in-process; approximate)."""
+    rows = []
+    for scenario in run["scenarios"]:
+        packages = run["calls"].get((scenario, "ours"), {}).get("packages")
+        if packages:
+            shown = [f"{name} {share:.0%}" for name, share in packages.items() if share >= 0.02]
+            rows.append(f"| {scenario} | {', '.join(shown)} |")
+    if not rows:
+        return []
+    return ["", "## Where ours' time goes (own time by package, cProfile, in-process)", "",
+            "Shares of the profiled time of 20 requests (>= 2 %; C functions the project calls, e.g. "
+            "dict and list methods, are `C builtins`). Approximate: the profiler's own overhead is "
+            "larger on small functions. `bench/calls.py --scenarios S3 --apps ours --top 25` lists the functions.", "",
+            "| scenario | packages |", "|---|---|", *rows]
+
+
 def etag_section(run: dict) -> list[str]:
     results, calls = run["results"], run["calls"]
     rows = []
@@ -165,7 +182,7 @@ def pair_section(run: dict, title: str, text: str, first: str, second: str) -> l
     for conns in run["connections"]:
         for app in ("ours", "ceiling"):
             a, b = rps_of(results, first, app, conns), rps_of(results, second, app, conns)
-            if a is None and b is None:
+            if a is None or b is None:
                 continue
             ra = results.get((first, app), {}).get("runs", {}).get(conns, {})
             rb = results.get((second, app), {}).get("runs", {}).get(conns, {})
@@ -253,6 +270,11 @@ def previous_section(run: dict) -> list[str]:
                 continue
             lines.append(f"| {scenario} | {conns} | {then:.1f} | {now:.1f} | {ratio(now, then)} | "
                          f"{ratio(then, then_ceiling)} | {ratio(now, now_ceiling)} |")
+    text = PREVIOUS.read_text()
+    if "## Results" in text:  # the previous run's whole table, as it was written
+        table = text.split("## Results", 1)[1].split("\n## ", 1)[0].strip()
+        lines += ["", "<details><summary>The previous run's whole table (commit 41ff77f)</summary>", "", table, "",
+                  "</details>"]
     return lines
 
 
@@ -299,6 +321,11 @@ def targets_section(run: dict) -> list[str]:
     if o and c:
         lines.append(f"- peak RSS of S2m: ours {o} MiB, lean ceiling {c} MiB, {o / c:.2f}x (target <= 1.20): "
                      f"{verdict(o / c, 1.2, higher=False)}")
+        floor = results.get(("S2m", "floor"), {}).get("peak_mib")
+        if floor and c > floor:
+            lines.append(f"  (above the floor's {floor} MiB, the interpreter, Pyramid and waitress with nothing to do: "
+                         f"ours {o - floor:.1f} MiB, the ceiling {c - floor:.1f} MiB, {(o - floor) / (c - floor):.2f}x; "
+                         "ours also imports the ORM, colander, the OpenAPI builder, which the ceiling does not)")
     s1, s2, s2m = (results.get((s, "ours"), {}).get("statements") for s in ("S1", "S2", "S2m"))
     if None not in (s1, s2, s2m):
         lines.append(f"- statements per request: S1 {s1:g}, S2 {s2:g}, S2m {s2m:g} (1 + one per include path, the same "
@@ -315,7 +342,8 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
     info = machine(run["root"])
     lines = header(run, info)
     lines += [f"- **{key}** `{SCENARIOS[key]}`" for key in run["scenarios"]]
-    lines += identity_section(run) + rps_section(run) + per_request_section(run) + etag_section(run)
+    lines += identity_section(run) + rps_section(run) + per_request_section(run) + profile_section(run)
+    lines += etag_section(run)
     lines += pair_section(run, "A 304 revalidation beside the 200 it replaces",
                           "S1r sends S1's request with `If-None-Match` holding the ETag of S1's answer: the service "
                           "builds the document, hashes it and answers 304 without a body.", "S1", "S1r")

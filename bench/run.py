@@ -20,7 +20,8 @@ CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in on
 
 Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 3), BENCH_RUNS (3),
 BENCH_CONNECTIONS ("1,8"), BENCH_SCENARIOS (all), BENCH_APPS ("ours,ceiling,floor"), BENCH_PEER
-(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_BEFORE (commits),
+(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_ETAG_CONNECTIONS ("1": the
+connection counts ``ours-noetag`` runs at), BENCH_BEFORE (commits),
 BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, instead of SQLite),
 BENCH_PROCESSES ("1,2"; "0" skips the phase), BENCH_PROCESS_SCENARIOS ("S1,S3"), BENCH_PG_URL (the
 server for that phase: a database ``jsonapi_bench`` is made there and dropped;
@@ -371,17 +372,23 @@ def median_run(runs: list[dict]) -> dict:
     return middle
 
 
-def apps_for(scenario: str) -> list[str]:
-    apps = [a for a in APPS if not (a == "ours-noetag" and scenario not in ETAG_SCENARIOS)]
+#: Connection counts ``ours-noetag`` runs at (the ETag's cost is a CPU cost: one connection shows it).
+ETAG_CONNECTIONS = [int(c) for c in os.environ.get("BENCH_ETAG_CONNECTIONS", "1").split(",")]
+
+
+def apps_for(scenario: str, conns: int | None = None) -> list[str]:
+    """The apps that run ``scenario`` (at ``conns`` connections, when given)."""
+    apps = [a for a in APPS if not (a == "ours-noetag" and (scenario not in ETAG_SCENARIOS
+                                                             or (conns is not None and conns not in ETAG_CONNECTIONS)))]
     return [a for a in apps if not (a == "before" and scenario not in BEFORE_SCENARIOS)]
 
 
 def plan_duration(scenarios: list[str]) -> int:
     """DURATION, shortened (not below 1 s) when the wrk runs would not fit the budget."""
-    cells = sum(len(apps_for(s)) for s in scenarios) * len(CONNECTIONS) * RUNS
-    # Measured on this 2-core machine: seeding, start-up, checks and walks ~40 s, calls.py ~30 s, the
-    # atomic comparison ~10 s, the PostgreSQL seed and servers ~25 s; wrk adds ~0.1 s to each run.
-    fixed = 60 + (30 if PROCESSES else 0) + (30 if os.environ.get("BENCH_CALLS", "1") == "1" else 0)
+    cells = sum(len(apps_for(s, c)) for s in scenarios for c in CONNECTIONS) * RUNS
+    # Measured on this 2-core machine: seeding, start-up, checks and walks ~20 s, calls.py ~15-30 s,
+    # the atomic comparison ~10 s, the PostgreSQL seed and servers ~25 s; wrk adds ~0.1 s to a run.
+    fixed = 30 + (25 if PROCESSES else 0) + (20 if os.environ.get("BENCH_CALLS", "1") == "1" else 0)
     process_runs = len(PROCESS_SCENARIOS) * len(PROCESSES) * RUNS if PROCESSES else 0
     duration = DURATION
     while duration > 1 and fixed + (cells + process_runs) * (duration + 0.1) > BUDGET_S:
@@ -442,10 +449,11 @@ def drive(binary: str, servers: dict, scenarios: list[str], requests: dict, resu
           duration: int) -> None:
     """Phase 3: wrk, apps interleaved run by run; peak RSS per scenario."""
     for scenario in scenarios:
-        apps = [a for a in apps_for(scenario) if (scenario, a) in requests]
-        for app in apps:
+        every = [a for a in apps_for(scenario) if (scenario, a) in requests]
+        for app in every:
             servers[app].reset_peak()
         for conns in CONNECTIONS:
+            apps = [a for a in apps_for(scenario, conns) if a in every]
             runs: dict = {app: [] for app in apps}
             for _ in range(RUNS):
                 for app in apps:
@@ -457,7 +465,7 @@ def drive(binary: str, servers: dict, scenarios: list[str], requests: dict, resu
                 if all(run["requests"] == 0 for run in runs[app]):
                     notes[(scenario, app)] = (f"no response completed within any {duration} s run at {conns} "
                                               "connection(s); more connections not run")
-                    apps.remove(app)
+                    every.remove(app)
                 if not servers[app].alive():
                     notes[(scenario, app)] = "the server stopped answering; restarted"
                     servers[app].restart()
