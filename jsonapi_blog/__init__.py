@@ -27,6 +27,8 @@ def main(global_config, **settings):
     cursors; give every process the same one, or a cursor made by one process is refused by another).
     ``JSONAPI_CORS_ORIGINS`` overrides ``jsonapi.cors_origins`` (the origins of browser pages allowed
     to call the API), so a deployment sets them without editing the ini file.
+    ``JSONAPI_ETAGS`` overrides ``jsonapi.etags`` (``false``: no ``ETag``/304, e.g. behind a cache
+    that computes its own).
     """
     settings["sqlalchemy.url"] = database_url(settings)
     if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (DEVELOPMENT.md, "Deployment")
@@ -35,6 +37,8 @@ def main(global_config, **settings):
         settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]
     if "JSONAPI_CORS_ORIGINS" in os.environ:
         settings["jsonapi.cors_origins"] = os.environ["JSONAPI_CORS_ORIGINS"]
+    if os.environ.get("JSONAPI_ETAGS"):
+        settings["jsonapi.etags"] = os.environ["JSONAPI_ETAGS"]
     with Configurator(settings=settings) as config:
         config.include("jsonapi_pyramid.db")  # engine, pyramid_tm, pyramid_retry, request.dbsession
         config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation

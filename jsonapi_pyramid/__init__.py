@@ -88,6 +88,9 @@ DEFAULTS = {
     "cors_origins": "",
     # Seconds a browser may keep a preflight's answer (Chromium keeps at most 7200).
     "cors_max_age": 600,
+    # ETag on reads (and 304), and on write answers; False: none (a cache in front makes its own).
+    # If-Match on writes is honoured either way. DEVELOPMENT.md, "Conditional requests".
+    "etags": True,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
     # True: start anyway (the application enforces access some other way). DEVELOPMENT.md, "Security".
     "allow_acl_without_policy": False,
@@ -205,8 +208,9 @@ def includeme(config: Configurator) -> None:
     config.add_tween("jsonapi_pyramid.cors.cors_tween_factory", under="jsonapi_pyramid.logging.access_log_tween_factory",
                      over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     # ETag on every GET/HEAD 200 with a body, 304 for If-None-Match (under CORS: a 304 has its headers).
-    config.add_tween("jsonapi_pyramid.conditional.etag_tween_factory", under="jsonapi_pyramid.cors.cors_tween_factory",
-                     over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
+    if registry.settings["etags"]:
+        config.add_tween("jsonapi_pyramid.conditional.etag_tween_factory", under="jsonapi_pyramid.cors.cors_tween_factory",
+                         over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # Query parameter names checked for every method before traversal and views (400, no change).
     config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",

@@ -8,8 +8,10 @@
 * ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
   The comparison is the weak one (RFC 9110 section 13.1.2): ``W/"x"`` matches ``"x"``.
 * ``resource_etag`` gives the tag that ``GET /api/<type>/<id>`` (no query parameters) would carry
-  for the caller, without a request: write answers carry it and ``preconditions`` compares
-  ``If-Match`` with it.
+  for the caller, without a request: write answers carry it (``tag_answer``) and ``preconditions``
+  compares ``If-Match`` with it.
+* ``jsonapi.etags = false`` turns all of this off (no tween, no tag on write answers); ``If-Match``
+  is still honoured by ``preconditions``.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 from pyramid.request import Request
 from pyramid.response import Response
 
-__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "weak_match"]
+__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "tag_answer", "weak_match"]
 
 #: ``parse_entity_tags("*")``.
 ANY = "*"
@@ -78,6 +80,19 @@ def resource_etag(request: Request, definition: Any, entity: Any) -> str:
     document = builder.single(Loaded(definition, [entity]))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
     return etag_of(dumps(document))
+
+
+def etags_enabled(request: Request) -> bool:
+    """``jsonapi.etags`` (default true)."""
+    return bool(request.registry.jsonapi.settings["etags"])
+
+
+def tag_answer(request: Request, definition: Any, entity: Any) -> None:
+    """Give the answer to a write the resource's new ``ETag`` (``resource_etag``), unless
+    ``jsonapi.etags`` is off. Flushes first, so that columns the database sets on update are read."""
+    if etags_enabled(request):
+        request.dbsession.flush()
+        request.response.headers["ETag"] = resource_etag(request, definition, entity)
 
 
 def _small_file(response: Any) -> bool:

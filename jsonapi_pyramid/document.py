@@ -24,7 +24,8 @@ from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
 from .include_pages import PagedMembers
-from .loading import Loaded, id_getter, load_includes, load_linkage_page, load_related_one
+from .includes import load_includes
+from .loading import Loaded, id_getter, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
 from .schema import Readers
 from .transformer import Transformer

@@ -21,7 +21,7 @@ from sqlalchemy import Boolean, String, and_, bindparam, false, func, not_, or_,
 
 from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
-from .query import FilterTerm
+from .filter_terms import FilterTerm
 
 __all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_count"]
 

@@ -7,6 +7,8 @@ Applied to the built document (``openapi.build_document``), from its paths alone
   the ``If-Match`` parameter and 412, plus 428 for a type registered with ``require_if_match``;
 * the standard create (201) and update (200) answers: ``ETag`` (the plain GET's);
 * atomic operations (when registered): ``meta.ifMatch`` of an operation, and 412 (428).
+
+With ``jsonapi.etags = false`` only the ``If-Match`` parts remain (no ``ETag``, no 304).
 """
 from __future__ import annotations
 
@@ -61,6 +63,7 @@ def _conditional_write(segments: list[str], method: str) -> bool:
 def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
     """Add the conditional parts to ``document`` (in place; returned); ``jsonapi``: the registry."""
     root = "/" + jsonapi.settings["root_name"] + "/"
+    etags = jsonapi.settings["etags"]
     components = document["components"]
     error_response = components["responses"].get("NotFound", {}).get("content")
     components.setdefault("headers", {})["ETag"] = _ETAG_HEADER
@@ -75,7 +78,7 @@ def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any
         definition = jsonapi.get(segments[0]) if segments else None
         for method, operation in operations.items():
             responses = operation.get("responses", {})
-            if method == "get" and "200" in responses and "$ref" not in responses["200"]:
+            if etags and method == "get" and "200" in responses and "$ref" not in responses["200"]:
                 headers = {**responses["200"].get("headers", {}), "ETag": _ref("headers", "ETag")}
                 responses["200"] = {**responses["200"], "headers": headers}
                 # a new list: operations may share one list of parameters
@@ -90,7 +93,7 @@ def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any
                     responses["428"] = _ref("responses", "PreconditionRequired")
             answers = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}
             written = answers.get(operation.get("operationId"))
-            if written in responses and "$ref" not in responses[written]:
+            if etags and written in responses and "$ref" not in responses[written]:
                 headers = {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}
                 responses[written] = {**responses[written], "headers": headers}
             operation["responses"] = dict(sorted(responses.items()))

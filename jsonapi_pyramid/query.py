@@ -6,11 +6,8 @@ runs. The plan is plain data; ``loading`` compiles it to SQL and ``document`` sh
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
-import uuid
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from pyramid.request import Request
@@ -19,16 +16,11 @@ from .acl import check_restricted_path
 from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
+from .filter_terms import parse_term
 from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .schema import column_kind
 
-__all__ = ["FILTER_OPERATORS", "FilterTerm", "Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
-
-FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
-_LIST_OPERATORS = {"in", "nin"}
-_TEXT_OPERATORS = {"contains", "icontains", "startswith"}
-_ORDER_OPERATORS = {"lt", "lte", "gt", "gte"}
+__all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
 _FAMILIES = ("include", "fields", "sort", "filter", "page", "meta")
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
@@ -42,23 +34,12 @@ _MEMBER_NAME = re.compile(r"[a-zA-Z0-9](?:[-\w]*[a-zA-Z0-9])?(?:\[[^\[\]]*\])*",
 _FILTER_NAME = re.compile(r"filter(?:\[[^\[\]]*\])+")
 _PAGE_KEYS = ("number", "size", "after", "before")
 _DIGITS = re.compile(r"[0-9]{1,9}")
-_INTEGER = re.compile(r"-?[0-9]{1,18}")
-_TRUE = {"true", "1"}
-_FALSE = {"false", "0"}
 
 
 @dataclass(frozen=True)
 class SortKey:
     path: tuple[str, ...]  # relationship names then an attribute name
     descending: bool
-
-
-@dataclass(frozen=True)
-class FilterTerm:
-    parameter: str  # as the client wrote it, for error sources
-    path: tuple[str, ...]  # relationship names, then an attribute (or "id"); or only relationships
-    operator: str
-    value: Any  # parsed: a scalar, a list for in/nin, a bool for isnull
 
 
 @dataclass
@@ -163,30 +144,52 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
     registry = get_registry(request)
     settings = registry.settings
     plan = QueryPlan()
-    page_values = {}
-    filter_items: list[tuple[str, str]] = []
-    include_page_values: dict[str, dict[Any, Any]] = {}
+    given = _read_parameters(request, registry, definition, plan, collection)
+    if given.filters:
+        plan.filters = list(parse_filters(
+            registry, definition, given.filters, parse_term,
+            lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
+    for sort_key in plan.sort:
+        check_restricted_path(request, definition, sort_key.path, "sort")
+    plan.include_pages = include_pages(definition, plan.include, given.include_pages, settings)
+    if collection:
+        plan.page = _parse_page(given.page, settings, profile_requested(request))
+        if plan.page.cursor:
+            check_cursor_sort(definition, plan.sort)
+    return plan
+
+
+@dataclass
+class _Given:
+    """The parameters ``_read_parameters`` leaves for the steps that need all of them at once."""
+
+    #: ``page[number|size|after|before]`` -> (parameter, value)
+    page: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: (parameter, value) of every ``filter[...]``
+    filters: list[tuple[str, str]] = field(default_factory=list)
+    #: include path -> {size|number: (parameter, value)} of ``page[<include path>][size|number]``
+    include_pages: dict[str, dict[Any, Any]] = field(default_factory=dict)
+
+
+def _read_parameters(request: Request, registry: Any, definition: ResourceDefinition, plan: QueryPlan,
+                     collection: bool) -> _Given:
+    """One pass over the query parameters: ``include``, ``fields``, ``meta`` and ``sort`` parsed
+    into ``plan``; filters and pages collected for the steps that read them together."""
+    settings = registry.settings
+    given = _Given()
     for name, value, family, key, op in query_parameters(request):
         if family == "page" and op is not None:  # page[<include path>][size|number]: any read
-            include_page_values.setdefault(cast("str", key), {})[op] = (name, value)
+            given.include_pages.setdefault(cast("str", key), {})[op] = (name, value)
             continue
         if family in {"sort", "filter", "page"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
         if family == "filter":
-            filter_items.append((name, value))
-            continue
-
-        if family == "include":
+            given.filters.append((name, value))
+        elif family == "include":
             plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
             plan.include_given = True
-        elif family == "fields":
-            target = _known_type(registry, cast("str", key), name)  # query_parameters: fields[<type>]
-            names = _split(value, name, allow_empty=True)
-            allowed = set(target.attributes) | set(target.relationships.names())
-            for field_name in names:
-                if field_name not in allowed:
-                    raise BadRequest(f"{key!r} has no field {field_name!r}.", parameter=name)
-            plan.fields[cast("str", key)] = frozenset(names)
+        elif family == "fields":  # query_parameters: fields[<type>]
+            plan.fields[cast("str", key)] = _parse_fields(registry, cast("str", key), value, name)
         elif family == "meta":
             _known_type(registry, cast("str", key), name)  # query_parameters: meta[<type>]
             plan.metas[cast("str", key)] = tuple(dict.fromkeys(_split(value, name, allow_empty=True)))
@@ -195,20 +198,19 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
         elif family == "page":
             if key not in _PAGE_KEYS:
                 raise BadRequest(f"Unknown page parameter {name!r}.", parameter=name)
-            page_values[key] = (name, value)
-    if filter_items:
-        plan.filters = list(parse_filters(
-            registry, definition, filter_items,
-            lambda target, parameter, key, op, raw: _parse_filter(registry, target, parameter, key, op, raw),
-            lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
-    for sort_key in plan.sort:
-        check_restricted_path(request, definition, sort_key.path, "sort")
-    plan.include_pages = include_pages(definition, plan.include, include_page_values, settings)
-    if collection:
-        plan.page = _parse_page(page_values, settings, profile_requested(request))
-        if plan.page.cursor:
-            check_cursor_sort(definition, plan.sort)
-    return plan
+            given.page[key] = (name, value)
+    return given
+
+
+def _parse_fields(registry: Any, type_name: str, value: str, parameter: str) -> frozenset[str]:
+    """``fields[<type>]``: the attribute and relationship names of ``type_name`` to show."""
+    target = _known_type(registry, type_name, parameter)
+    names = _split(value, parameter, allow_empty=True)
+    allowed = set(target.attributes) | set(target.relationships.names())
+    for field_name in names:
+        if field_name not in allowed:
+            raise BadRequest(f"{type_name!r} has no field {field_name!r}.", parameter=parameter)
+    return frozenset(names)
 
 
 def strict_parameters_tween_factory(handler: Any, registry: Any) -> Any:
@@ -299,99 +301,3 @@ def _parse_page(values: dict[Any, Any], settings: Any, profile: bool = False) ->
     if "number" in values:
         page.profile = False  # page numbers asked for explicitly win over an Accept profile
     return page
-
-
-# -- filters -----------------------------------------------------------------------------------
-
-def _parse_filter(registry: Any, definition: Any, parameter: Any, key: Any, op: Any, raw: Any) -> FilterTerm:
-    operator = op if op is not None else "eq"
-    if operator not in FILTER_OPERATORS:
-        raise BadRequest(f"Unknown filter operator {operator!r}; use one of {', '.join(FILTER_OPERATORS)}.", parameter=parameter)
-    if key not in definition.filterable and key != "id":
-        raise BadRequest(f"{definition.type!r} cannot be filtered by {key!r}.", parameter=parameter)
-    path = tuple(key.split("."))
-    kind, column_type, parse_id = _terminal(definition, path)
-    if operator == "isnull":
-        value = _parse_bool(raw, parameter)
-        return FilterTerm(parameter, path, operator, value)
-    if operator in _TEXT_OPERATORS:
-        if parse_id is not None or kind not in ("string", "enum"):
-            raise BadRequest(f"{operator!r} applies to text fields only.", parameter=parameter)
-        return FilterTerm(parameter, path, operator, raw)
-    if operator in _ORDER_OPERATORS and parse_id is None and kind == "boolean":
-        raise BadRequest(f"{operator!r} does not apply to true/false fields.", parameter=parameter)
-    if operator in _LIST_OPERATORS or (op is None and "," in raw):
-        operator = {"eq": "in"}.get(operator, operator)
-        values = [_parse_value(item, column_type, parse_id, parameter, kind) for item in raw.split(",")]
-        return FilterTerm(parameter, path, operator, values)
-    return FilterTerm(parameter, path, operator, _parse_value(raw, column_type, parse_id, parameter, kind))
-
-
-def _terminal(definition: Any, path: Any) -> Any:
-    """(``schema.column_kind``, column type, id parser) of the last element of a filter path.
-
-    A path ending in a relationship compares the related id: the id parser is returned.
-    """
-    current = definition
-    for index, part in enumerate(path):
-        relationship = current.relationships.get(part)
-        if relationship is not None:
-            current = relationship.target_definition
-            if index == len(path) - 1:
-                return current.id_kind, current.id_column.type, current.parse_id_value
-            continue
-        if part == "id":
-            return current.id_kind, current.id_column.type, current.parse_id_value
-        field = current.fields[part]
-        return field.kind, field.column_type, None
-    raise AssertionError(path)  # declarations are checked at start-up
-
-
-def _parse_bool(raw: str, parameter: str) -> bool:
-    lowered = raw.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise BadRequest(f"{parameter!r} must be true or false.", parameter=parameter)
-
-
-def _parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind: str | None = None) -> Any:
-    """``raw`` as a value of the column (``kind``: its ``schema.column_kind``, when known)."""
-    if kind is None:
-        kind = column_kind(column_type)
-    try:
-        if parse_id is not None:
-            return parse_id(raw)
-        if kind == "boolean":
-            return _parse_bool(raw, parameter)
-        if kind == "integer":
-            if not _INTEGER.fullmatch(raw):
-                raise ValueError(raw)
-            return int(raw)
-        if kind == "number":
-            value = Decimal(raw)
-            if not value.is_finite():
-                raise ValueError(raw)
-            return value if column_type.asdecimal else float(value)
-        if kind == "datetime":
-            return _parse_timestamp(raw)
-        if kind == "date":
-            return dt.date.fromisoformat(raw)
-        if kind == "time":
-            return dt.time.fromisoformat(raw)
-        if kind == "uuid":
-            return uuid.UUID(raw)
-        if kind == "enum" and column_type.enums and raw not in column_type.enums:
-            raise ValueError(raw)
-        return raw
-    except (ValueError, InvalidOperation, OverflowError):
-        raise BadRequest(f"{raw!r} is not a valid value for {parameter!r}.", parameter=parameter) from None
-
-
-def _parse_timestamp(raw: str) -> dt.datetime:
-    """ISO 8601 date or timestamp; aware values are converted to naive UTC (how they are stored)."""
-    value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value

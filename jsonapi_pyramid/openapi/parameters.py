@@ -5,7 +5,7 @@ from typing import Any
 
 from ..contract import TOTAL_COUNT
 from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
-from ..query import FILTER_OPERATORS
+from ..filter_terms import FILTER_OPERATORS
 from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, _component_key, _ref
 from .schemas import _column_schema
 

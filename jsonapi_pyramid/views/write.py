@@ -13,7 +13,7 @@ from pyramid.request import Request
 
 from .. import writes
 from ..body import request_data
-from ..conditional import resource_etag
+from ..conditional import tag_answer
 from ..document import linkage_document, resource_document
 from ..query import parse_query
 from ..writes import Write
@@ -28,7 +28,7 @@ def create(context: Any, request: Request) -> Any:
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
-    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
+    tag_answer(request, context.definition, entity)
     return document
 
 
@@ -38,7 +38,7 @@ def update(context: Any, request: Request) -> Any:
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
     document = resource_document(request, plan, context.definition, entity)
-    request.response.headers["ETag"] = resource_etag(request, context.definition, entity)
+    tag_answer(request, context.definition, entity)
     return document
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import ResourceDefinition, Transformer
+from jsonapi_pyramid.startup import resolve_own
 
 
 class Base(DeclarativeBase):
@@ -42,7 +43,7 @@ class Named(Base):
 
 def definition(model, **options) -> ResourceDefinition:
     resolved = ResourceDefinition(model, **options)
-    resolved.resolve_own()
+    resolve_own(resolved)
     return resolved
 
 

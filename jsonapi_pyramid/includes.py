@@ -1,0 +1,137 @@
+"""The include tree (``include=``) → SQL: one statement per node of the tree, loading the related
+rows of every parent at once (``parent.id IN (...)`` joined through the mapped relationship, so
+to-one, one-to-many and many-to-many all take the same road); a paged node
+(``page[<path>][size]``, ``include_pages``) in one statement too. Row visibility is added to each.
+"""
+from __future__ import annotations
+
+from typing import Any, cast
+
+from pyramid.request import Request
+from sqlalchemy import bindparam, select
+
+from .contract import get_registry
+from .include_pages import IncludePage, PagedMembers, page_members, paged_statement
+from .loading import Loaded, id_getter, read_records
+
+__all__ = ["load_includes"]
+
+
+def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages: dict[Any, Any] | None = None) -> None:
+    """Walk the include tree: one statement per node, for all parents of that node at once.
+    ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
+    if not tree or not loaded.primary:
+        return
+    get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
+    seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
+    _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
+
+
+def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list[Any], tree: dict[Any, Any],
+                seen: set[Any], pages: dict[Any, Any],
+                prefix: str) -> None:
+    """One level of the include tree. The linkage of each parent is stored as the document shows
+    it: resource identifiers (one object per related resource, shared by every parent naming it)."""
+    if not parents or not tree:
+        return
+    get_id = id_getter(definition)
+    parent_ids = [get_id(parent) for parent in parents]
+    parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    # the rows of a polymorphic base are shown (and their linkage kept) under their own types
+    parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
+    statements = get_registry(request).statements
+    for name, subtree in tree.items():
+        relationship = definition.relationships[name]
+        target = relationship.target_definition
+        page = pages.get(prefix + name)
+        pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
+        child_id = id_getter(target)
+        by_parent: dict[Any, list[Any]] = {}
+        identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
+        children = []
+        for parent_id, child in pairs:
+            resource_id = str(child_id(child))
+            identifier = identifiers.get(resource_id)
+            if identifier is None:
+                shown = target.definition_of(child) if target.subtypes else target
+                identifier = identifiers[resource_id] = {"type": shown.type, "id": resource_id}
+                children.append(child)
+                key = (shown.type, resource_id)
+                if key not in seen:
+                    seen.add(key)
+                    loaded.included.append((shown, child))
+            members = by_parent.get(parent_id)
+            if members is None:
+                by_parent[parent_id] = [identifier]
+            else:
+                members.append(identifier)
+        linkage = loaded.linkage
+        many = relationship.many
+        for parent_id in parent_ids:
+            members = by_parent.get(parent_id)
+            slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
+            slot[name] = (members or []) if many else (members[0] if members else None)
+            if counts is not None:
+                slot[name] = PagedMembers(slot[name], counts.get(parent_id, 0), cast("IncludePage", page))
+        _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
+
+
+def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any,
+                   page: Any) -> tuple[list[Any], dict[Any, Any] | None]:
+    """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
+    ``IncludePage``) each parent's count of visible members; one statement either way."""
+    target = relationship.target_definition
+    records = target.record_columns is not None
+    if page is None:
+        statement = statements.get(request, ("include", definition, relationship.name),
+                                   lambda: _include_statement(request, statements, definition, relationship))
+        if records:  # (*record columns, parent id)
+            return [(row[-1], row) for row in read_records(request, statement, parameters)], None
+        return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
+    statement = statements.get(request, ("include paged", definition, relationship.name), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship), target, records))
+    parameters = {**parameters, "jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
+    rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
+    return page_members(rows, records, page)
+
+
+def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any) -> Any:
+    """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
+    relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
+    selects the record's columns and the parent id last; else (parent id, instance).
+
+    For a target without a visibility rule the parent id is read where the relationship keeps it
+    (``relationship.kept_parent_id``): the target's foreign key, or the association table's, so the statement
+    does not join the owner's table (PostgreSQL does not carry an ``IN`` list across a join:
+    through the owner, a many-to-many include scanned the whole association table). Otherwise,
+    and for a relationship kept on the owner's side (a many-to-one) or joined on more than its
+    key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
+    another table) the planner then starts from the page's rows, where from the target alone
+    PostgreSQL chose to scan the whole table of the rule."""
+    statement = statements.get(request, ("include base", definition, relationship.name),
+                               lambda: _include_base(definition, relationship))
+    criterion = relationship.target_definition.visibility(request)
+    return statement if criterion is None else statement.where(criterion)
+
+
+def _include_base(definition: Any, relationship: Any) -> Any:
+    """The statement of ``_include_statement`` without visibility."""
+    target = relationship.target_definition
+    target_id = getattr(target.model, target.id_attribute)
+    parent_id, association = (None, None) if target.visible is not None else relationship.kept_parent_id
+    if parent_id is None:
+        owner = definition.owner
+        parent_id = getattr(owner, definition.id_attribute)
+        start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
+    else:
+        start = select().select_from(target.model)
+        if association is not None:
+            start = start.join(*association)
+    columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
+               if target.record_columns is not None else (parent_id, target.model))
+    statement = (
+        start.add_columns(*columns)
+        .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+        .order_by(parent_id, target_id)
+    )
+    return statement

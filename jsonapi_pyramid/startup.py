@@ -1,0 +1,204 @@
+"""Declarations checked against the SQLAlchemy mapper when the configuration commits.
+
+``contract.Registry.resolve`` runs these passes over every registered ``ResourceDefinition``, in
+this order, so a dotted path may run through a type registered later:
+
+1. ``resolve_own``: the model's id, transformer (and what it declares) and relationships list;
+2. ``resolve_subtypes``: a registered model with registered subclasses is a polymorphic base;
+3. ``resolve_links``: the relationships, once every type is known;
+4. ``resolve_paths``: the filter and sort declarations, once every relationship is bound.
+
+A mistake is a ``ConfigurationError`` naming the model and the field, so it can never reach a
+client. The definitions are passed in (this module sits below ``contract`` in the layer list).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyramid.exceptions import ConfigurationError
+from sqlalchemy import inspect
+from sqlalchemy.orm import ColumnProperty, aliased
+from sqlalchemy.sql.sqltypes import NullType
+
+from .identifiers import id_generated, id_rule
+from .relationships import RelationshipsCollection
+from .schema import Readers, attribute_sql, build_fields, column_kind
+from .transformer import Transformer, meta_method_name
+
+__all__ = ["resolve_links", "resolve_own", "resolve_paths", "resolve_subtypes"]
+
+
+def resolve_own(definition: Any) -> None:
+    """First pass: the model's own id, transformer and relationships list."""
+    model = definition.model
+    mapper = inspect(model, raiseerr=False)
+    if mapper is None:
+        raise ConfigurationError(f"{model.__name__} is not a mapped SQLAlchemy class")
+    if len(mapper.primary_key) != 1:
+        columns = ", ".join(column.name for column in mapper.primary_key)
+        raise ConfigurationError(
+            f"{model.__name__}: a resource needs a single-column primary key, not a composite one "
+            f"({columns}); give the table a surrogate key and a unique constraint over these columns"
+        )
+    column = mapper.primary_key[0]
+    definition.id_column = column
+    definition.id_attribute = mapper.get_property_by_column(column).key
+    definition.id_kind = column_kind(column.type)
+    definition.id_format, definition.parse_id_value = id_rule(model, column, definition.id_format)
+    definition.id_generated = id_generated(column)
+    sample = _resolve_transformer(definition)
+    definition.fields = build_fields(model, definition.transformer_class)
+    definition.readers = Readers(model, definition.transformer_class, definition.attributes)
+    definition.owner = aliased(model)
+    definition.record_columns = _record_columns(definition, mapper, sample)
+    declared = getattr(model, "relationships", None)
+    collection = declared() if declared is not None else RelationshipsCollection()
+    if not isinstance(collection, RelationshipsCollection):
+        raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+    definition.relationships = collection
+
+
+def _resolve_transformer(definition: Any) -> Transformer:
+    """The transformer class and what it declares, checked; returns a sample instance."""
+    model = definition.model
+    factory = getattr(model, "transformer", None)
+    if factory is None:
+        raise ConfigurationError(f"{model.__name__}: a resource needs a transformer() class method")
+    sample = factory()
+    if not isinstance(sample, Transformer):
+        raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
+    transformer_class = definition.transformer_class = type(sample)
+    definition.transformer_factory = factory
+    definition.attributes = tuple(transformer_class.attributes)
+    definition.available_metas = tuple(transformer_class.available_metas)
+    for name, attribute in dict(transformer_class.attribute_map).items():
+        if not isinstance(attribute, str) or not attribute:
+            raise ConfigurationError(f"{transformer_class.__name__}: attribute_map[{name!r}] must name an entity attribute")
+    for name in definition.attributes:
+        attribute = sample.entity_attribute(name)
+        if not hasattr(model, attribute):
+            raise ConfigurationError(
+                f"{transformer_class.__name__}: attribute {name!r} reads "
+                f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
+            )
+    for name in definition.restricted:
+        if name not in definition.attributes:
+            raise ConfigurationError(f"{model.__name__}: restricted field {name!r} is not an attribute")
+    for field in definition.available_metas:
+        method = meta_method_name(field)
+        if not callable(getattr(transformer_class, method, None)):
+            raise ConfigurationError(
+                f"{transformer_class.__name__}: meta field {field!r} is listed in "
+                f"available_metas but the method {method}() is missing"
+            )
+    return sample
+
+
+def _record_columns(definition: Any, mapper: Any, transformer: Transformer) -> tuple[Any, ...] | None:
+    """The columns of a record of this type (``transformer`` module): the id, the column
+    attribute of every attribute, then the transformer's ``reads``, each labelled with its
+    attribute name. None when records cannot stand in for instances (see ``Transformer``)."""
+    if transformer.entities:
+        return None
+    id_attribute = definition.id_attribute
+    keys = [transformer.entity_attribute(name) for name in definition.attributes]
+    reads = [key for key in transformer.reads if key != id_attribute and key not in keys]
+    for key in (*keys, *reads):
+        if key == id_attribute or not isinstance(mapper.attrs.get(key), ColumnProperty):
+            return None
+    keys = [id_attribute, *keys, *reads]
+    return tuple(getattr(definition.model, key).label(key) for key in keys)
+
+
+def resolve_subtypes(definition: Any, registry: Any) -> None:
+    """A registered model with registered subclasses is a polymorphic base: its rows are shown
+    as their own class's type. They are read as instances (a record has no class), and a joined
+    subclass's columns must come in the same statement (``with_polymorphic`` on the base, or
+    ``polymorphic_load`` on the subclass), or each row would load them with a statement of its own."""
+    model = definition.model
+    subtypes = [d for d in registry.types.values() if d is not definition and issubclass(d.model, model)]
+    if not subtypes:
+        return
+    mapper = inspect(model)
+    for sub in subtypes:
+        sub_mapper = inspect(sub.model)
+        joined = sub_mapper.local_table is not mapper.local_table
+        if joined and not mapper.with_polymorphic and sub_mapper.polymorphic_load is None:
+            raise ConfigurationError(
+                f"{model.__name__}: its subclass {sub.model.__name__} ({sub.type}) has a table of its own; "
+                f"set __mapper_args__ = {{'with_polymorphic': '*'}} on {model.__name__} (or "
+                f"'polymorphic_load': 'selectin' on {sub.model.__name__}) so a page of {definition.type} reads its "
+                "columns in a fixed number of statements"
+            )
+    definition.subtypes = tuple(sorted(subtypes, key=lambda d: -len(d.model.__mro__)))
+    definition.by_class = {d.model: d for d in (definition, *definition.subtypes)}
+    definition.record_columns = None
+
+
+def resolve_links(definition: Any, registry: Any) -> None:
+    """Third pass, once every type is known: the relationships."""
+    for name in definition.relationship_defaults:
+        if name not in definition.relationships:
+            raise ConfigurationError(f"{definition.type}: relationship_defaults names {name!r}, not a relationship")
+    for relationship in definition.relationships:
+        if relationship.name in definition.attributes:
+            raise ConfigurationError(f"{definition.type}: {relationship.name!r} is both an attribute and a relationship")
+        relationship.resolve(definition, registry)
+
+
+def resolve_paths(definition: Any, registry: Any) -> None:
+    """Last pass, once every relationship is bound: filter and sort declarations (a dotted path
+    may run through types registered after this one)."""
+    # by default every attribute that SQL can compute; declared ones are checked below
+    computed = {name: attribute_sql(definition.model, definition.entity_attribute(name)) for name in definition.attributes}
+    comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], NullType))
+    declared_filterable, declared_sortable = definition.declared_filterable, definition.declared_sortable
+    definition.filterable = (
+        declared_filterable if declared_filterable is not None else comparable + definition.relationships.names()
+    )
+    definition.sortable = (declared_sortable if declared_sortable is not None
+                           else tuple(n for n, sql in computed.items() if sql))
+    for kind, paths in (("filterable", definition.filterable), ("sortable", definition.sortable)):
+        for path in paths:
+            _check_path(definition, kind, path)
+
+
+def _check_path(origin: Any, kind: str, path: str) -> None:
+    definition = origin
+    parts = path.split(".")
+    if kind == "filterable" and parts[0] in ("and", "or", "not"):
+        raise ConfigurationError(f"{origin.type}: filterable {path!r}: and, or, not are keys of the filter language")
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        relationship = definition.relationships.get(part)
+        if kind == "sortable" and index == 0 and relationship is not None and relationship.many and parts[1:] == ["count"]:
+            return  # the number of visible members (``sort=-comments.count``)
+        if relationship is not None:
+            if kind == "sortable" and (relationship.many or last):
+                raise ConfigurationError(f"{origin.type}: sortable {path!r} must end in an attribute through to-one "
+                                         "links, or be <to-many relationship>.count")
+            definition = relationship.target_definition
+            continue
+        if last and part == "id":
+            return
+        if last and part in definition.attributes:
+            _check_computable(origin, definition, kind, path, part)
+            return
+        raise ConfigurationError(
+            f"{origin.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
+        )
+
+
+def _check_computable(origin: Any, definition: Any, kind: str, path: str, part: str) -> None:
+    """The attribute ``part`` of ``definition`` at the end of ``path`` is one SQL can compare or sort."""
+    sql = attribute_sql(definition.model, definition.entity_attribute(part))
+    if sql is None:
+        raise ConfigurationError(
+            f"{origin.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is not a column, "
+            "column_property or hybrid_property with a SQL expression, so SQL cannot compare or sort it"
+        )
+    if kind == "filterable" and isinstance(sql[1], NullType):
+        raise ConfigurationError(
+            f"{origin.type}: filterable {path!r}: the SQL expression of {part!r} has no type, so filter "
+            "values cannot be parsed; give it one (func.length(x, type_=Integer), type_coerce(...))"
+        )
