@@ -305,19 +305,8 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     after = None if page.after is None else codec.decode(page.after, "page[after]", len(keys))
     before = None if page.before is None else codec.decode(page.before, "page[before]", len(keys))
     backwards = before is not None and after is None
-
-    def build() -> Any:
-        statement = base
-        if after is not None:
-            values = _bound_positions("jsonapi_after", after[0])
-            statement = statement.where(keyset_criterion(keys, values, after=True, inclusive=after[1]))
-        if before is not None:
-            values = _bound_positions("jsonapi_before", before[0])
-            statement = statement.where(keyset_criterion(keys, values, after=False, inclusive=before[1]))
-        order = (key.clause(reverse=backwards) for key in keys)
-        return statement.order_by(*order).limit(bindparam("jsonapi_limit", type_=Integer))
-
-    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards), build)
+    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards),
+                       lambda: _keyset_statement(base, keys, after, before, backwards))
     values = dict(parameters or {}, jsonapi_limit=page.size + 1)
     for prefix, decoded in (("jsonapi_after", after), ("jsonapi_before", before)):
         if decoded is not None:
@@ -345,6 +334,20 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     if read is None:
         rows = [row[:n_leading] if n_leading > 1 else row[0] for row in rows]
     return rows, CursorPage(links, meta, cursors)
+
+
+def _keyset_statement(base: Any, keys: list[OrderKey], after: Any, before: Any, backwards: bool) -> Any:
+    """``base`` after and/or before the decoded cursors (positions as bound parameters
+    ``jsonapi_after_<n>``, ``jsonapi_before_<n>``), in the walk's order, ``jsonapi_limit`` rows."""
+    statement = base
+    if after is not None:
+        values = _bound_positions("jsonapi_after", after[0])
+        statement = statement.where(keyset_criterion(keys, values, after=True, inclusive=after[1]))
+    if before is not None:
+        values = _bound_positions("jsonapi_before", before[0])
+        statement = statement.where(keyset_criterion(keys, values, after=False, inclusive=before[1]))
+    order = (key.clause(reverse=backwards) for key in keys)
+    return statement.order_by(*order).limit(bindparam("jsonapi_limit", type_=Integer))
 
 
 def _bound_positions(prefix: str, values: Any) -> list[Any]:
