@@ -87,12 +87,20 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
-def tag_answer(request: Request, definition: Any, entity: Any) -> None:
+def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None) -> None:
     """Give the answer to a write the resource's new ``ETag`` (``resource_etag``), unless
-    ``jsonapi.etags`` is off. Flushes first, so that columns the database sets on update are read."""
+    ``jsonapi.etags`` is off. Flushes first, so that columns the database sets on update are read.
+    ``document``: the answer's own document; without query parameters, and with ``links.self``
+    the resource's own URL, it is the one a plain GET would answer (the same builder), so its
+    bytes give the tag and it is not built a second time."""
     if etags_enabled(request):
         request.dbsession.flush()
-        request.response.headers["ETag"] = resource_etag(request, definition, entity)
+        if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
+            from .renderer import dumps
+
+            request.response.headers["ETag"] = etag_of(dumps(document))
+        else:
+            request.response.headers["ETag"] = resource_etag(request, definition, entity)
 
 
 def _small_file(response: Any) -> bool:

@@ -131,12 +131,13 @@ def _check_extensions(extensions: set[Any], atomic: bool) -> None:
 
 def negotiation_tween_factory(handler: Any, registry: Any) -> Any:
     settings = registry.jsonapi.settings
-    prefix = "/" + settings["root_name"]
+    # compared with PATH_INFO as the server hands it over (PEP 3333: latin-1), not decoded per request
+    prefix = ("/" + settings["root_name"]).encode("utf-8").decode("latin-1")
     operations = f"{prefix}/{OPERATIONS_NAME}"
     accepts: dict[str, bool] = {}  # Accept value -> acceptable: parsed once per value, per application
 
     def negotiation_tween(request: Request) -> Any:
-        path = request.path_info
+        path = request.environ.get("PATH_INFO", "")
         if path == prefix or path.startswith(prefix + "/"):
             check_request(request, settings["max_body_bytes"], atomic=path.rstrip("/") == operations, accepts=accepts)
         return handler(request)

@@ -224,11 +224,13 @@ def strict_parameters_tween_factory(handler: Any, registry: Any) -> Any:
     operations. A tween rather than a view deriver or a check per view: it is one place that no
     view, method or context (writes, deletes, relationship writes, custom operations, 404 and 405
     answers) can miss, and a bad request costs no SQL."""
-    prefix = "/" + registry.jsonapi.settings["root_name"]
+    # compared with PATH_INFO as the server hands it over (PEP 3333: latin-1), not decoded per request
+    prefix = ("/" + registry.jsonapi.settings["root_name"]).encode("utf-8").decode("latin-1")
 
     def strict_parameters_tween(request: Request) -> Any:
-        path = request.path_info
-        if request.query_string and (path == prefix or path.startswith(prefix + "/")):
+        environ = request.environ
+        path = environ.get("PATH_INFO", "")
+        if environ.get("QUERY_STRING") and (path == prefix or path.startswith(prefix + "/")):
             request.__dict__[_CHECKED] = query_parameters(request)  # parse_query reads them from here
         return handler(request)
 
