@@ -70,12 +70,12 @@ cluster: $(STAMP)
 cluster-down:
 	$(PYTHON) cluster/ctl.py down
 
-# The proofs (failover, no acknowledged write lost, read-your-writes, the load balancer) on a
-# cluster of their own: up, prove, down (also when a proof fails).
+# The proofs (failover, no acknowledged write lost, a planned switchover, read-your-writes, the
+# load balancer) on a cluster of their own: up, prove, down (also when a proof fails).
 cluster-test: $(STAMP)
 	$(PYTHON) cluster/ctl.py down
 	$(PYTHON) cluster/ctl.py up
-	$(BIN)/pytest -p no:cacheprovider -q cluster/test_cluster.py $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -p no:cacheprovider -q -s cluster/test_cluster.py $(PYTEST_ARGS); status=$$?; \
 	  $(PYTHON) cluster/ctl.py down; exit $$status
 
 # The library's sdist and wheel in dist/ (the reference service is not part of them), checked.

@@ -195,6 +195,17 @@ def leader() -> str | None:
     return next((m["name"] for m in members() if m["role"] == "leader" and m["state"] == "running"), None)
 
 
+def sync_standby() -> str | None:
+    return next((m["name"] for m in members() if m["role"] == "sync_standby" and m["state"] in ("running", "streaming")), None)
+
+
+def switchover(leader_name: str, candidate: str) -> str:
+    """A planned switchover (``patronictl switchover``): ``leader_name`` hands over to ``candidate``."""
+    result = subprocess.run(["patronictl", "-c", str(DIR / f"{leader_name}.yml"), "switchover", "--leader", leader_name,
+                             "--candidate", candidate, "--force"], capture_output=True, text=True, check=True)
+    return result.stdout
+
+
 def healthy() -> bool:
     """A leader, two streaming replicas, one of them synchronous."""
     found = members()

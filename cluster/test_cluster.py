@@ -2,7 +2,8 @@
 
 Every request goes through HAProxy's application port to the two `pserve production.ini`
 processes, which reach PostgreSQL through HAProxy's primary and replica ports (Patroni's REST
-checks). Figures are printed (pytest -s) and written to ``$CLUSTER_DIR/figures.json``.
+checks). Figures are printed at the end (`make cluster-test` runs pytest -s) and written to
+``$CLUSTER_DIR/figures.json`` (removed with the cluster).
 
 * reads go to a replica: statements counted per server (pg_stat_statements on each node);
 * failover: the primary's postmaster is killed with SIGKILL under a load of writers and readers:
@@ -10,6 +11,7 @@ checks). Figures are printed (pytest -s) and written to ``$CLUSTER_DIR/figures.j
   success again, with no application process restarted;
 * no acknowledged write lost: every create and update that got a 2xx is read back after the
   failover, none missing, none doubled;
+* a planned switchover (``patronictl switchover``) under the same load, with the same checks;
 * read-your-writes with replicas delayed by ``recovery_min_apply_delay``;
 * the load balancer: a process that stops answering is taken out and put back; a process stopped
   with SIGTERM drains with no failed request.
@@ -20,27 +22,23 @@ import collections
 import json
 import os
 import pathlib
-import re
 import signal
 import sys
 import threading
 import time
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "production")]
 import ctl  # noqa: E402
+from load import API, Load, article, judge_answers, judge_writes, own_articles  # noqa: E402
 from prodtools import call, make_account  # noqa: E402
 
 from jsonapi_pyramid.replicas import POSITION_COOKIE, POSITION_HEADER  # noqa: E402
 
-API = ctl.URL + "/api"
-WRITERS, READERS = 4, 2
-#: production.ini's pool_timeout (10 s) + connect_timeout (3 s): no answer may take longer.
-SLOWEST_ANSWER = 13.0
 FIGURES: dict = {}
 
 
@@ -66,10 +64,6 @@ def headers(primary_engine):
     with Session(primary_engine) as session:
         _user, authorization = make_account(session, f"writer-{time.time_ns()}@example.com")
     return authorization
-
-
-def article(title: str) -> dict:
-    return {"data": {"type": "articles", "attributes": {"title": title, "status": "published"}}}
 
 
 def statements_per_node(pattern: str = "%FROM articles%") -> dict[str, int]:
@@ -113,90 +107,16 @@ def test_reads_run_on_the_replicas_and_writes_on_the_primary(headers):
 
 # -- failover and no acknowledged write lost -------------------------------------------------------------
 
-class Load:
-    """Writers (creates, and updates of one article each) and readers, until stopped."""
-
-    def __init__(self, headers, counters: dict[int, str]):
-        self.headers, self.counters = headers, counters
-        self.answers: list[tuple[float, float, str, int, dict]] = []  # started, finished, kind, status, headers
-        self.created: list[str] = []  # titles acknowledged with 201
-        self.updated: dict[int, int] = {}  # writer -> last version acknowledged with 200
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._write, args=(w,)) for w in range(WRITERS)]
-        self._threads += [threading.Thread(target=self._read) for _ in range(READERS)]
-
-    def _call(self, kind, method, url, body=None):
-        started = time.monotonic()
-        try:
-            status, headers, _body = call(method, url, body, headers=self.headers, timeout=60)
-        except OSError:
-            status, headers = 0, {}
-        with self._lock:
-            self.answers.append((started, time.monotonic(), kind, status, headers))
-        return status
-
-    def _write(self, writer: int):
-        n = 0
-        while not self._stop.is_set():
-            n += 1
-            title = f"load-{writer}-{n}-{time.time_ns()}"
-            if self._call("create", "POST", API + "/articles", article(title)) == 201:
-                with self._lock:
-                    self.created.append(title)
-            body = {"data": {"type": "articles", "id": self.counters[writer], "attributes": {"title": f"v{n}"}}}
-            if self._call("update", "PATCH", f"{API}/articles/{self.counters[writer]}", body) == 200:
-                with self._lock:
-                    self.updated[writer] = n
-
-    def _read(self):
-        while not self._stop.is_set():
-            self._call("read", "GET", API + "/articles?page[size]=5&sort=-createdAt")
-
-    def __enter__(self):
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(120)
-
-
 def postmaster_pid(node: str) -> int:
     return int((ctl.DIR / node / "data" / "postmaster.pid").read_text().split()[0])
 
 
-def retried_requests(since: float) -> int:
-    """Access lines with attempts > 1 written by the application processes after ``since``."""
-    count = 0
-    for name in ("app1", "app2"):
-        for line in (ctl.DIR / f"{name}.log").read_text(errors="replace").splitlines():
-            match = re.search(r"attempts=(\d+)", line)
-            if match and int(match.group(1)) > 1 and _stamp(line) >= since:
-                count += 1
-    return count
-
-
-def _stamp(line: str) -> float:
-    try:
-        return time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
-    except ValueError:
-        return 0.0
-
-
 def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine):
-    counters = {}
-    for writer in range(WRITERS):
-        status, _h, body = call("POST", API + "/articles", article("v0"), headers=headers)
-        assert status == 201
-        counters[writer] = body["data"]["id"]
+    counters = own_articles(headers)
     apps_before = {name: ctl.pid_of(name) for name in ("app1", "app2")}
     old_leader = ctl.leader()
-    wall_start = time.time()
 
-    with Load(headers, counters) as load:
+    with Load(headers, counters, "failover") as load:
         time.sleep(3)
         killed_at = time.monotonic()
         os.kill(postmaster_pid(old_leader), signal.SIGKILL)
@@ -204,58 +124,45 @@ def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine
                                   timeout=90, interval=0.2)
         promoted_at = time.monotonic()
         # Load continues until writes have succeeded for a while on the new primary.
-        ctl.wait_for("writes to succeed again", lambda: _writes_ok_since(load, promoted_at, 20), timeout=90)
+        ctl.wait_for("writes to succeed again", lambda: load.writes_ok_since(promoted_at, 20), timeout=90)
         time.sleep(2)
 
-    answers = sorted(load.answers)
-    statuses = collections.Counter(status for *_x, status, _h in answers)
-    failures = [a for a in answers if not 200 <= a[3] < 300]
-    after_kill = [a for a in answers if a[1] >= killed_at]
-    first_write_ok = min(a[1] for a in after_kill if a[2] != "read" and 200 <= a[3] < 300 and a[0] >= killed_at)
-    window = (min(a[1] for a in failures), max(a[1] for a in failures)) if failures else (killed_at, killed_at)
-    FIGURES["failover"] = {
-        "old_leader": old_leader, "new_leader": new_leader,
-        "patroni_promotion_s": round(promoted_at - killed_at, 2),
-        "first_acknowledged_write_after_kill_s": round(first_write_ok - killed_at, 2),
-        "window_of_503_s": round(window[1] - window[0], 2),
-        "requests": len(answers), "statuses": dict(statuses),
-        "slowest_answer_s": round(max(a[1] - a[0] for a in answers), 2),
-        "requests_retried": retried_requests(wall_start),
-        "reads_answered_200_before_writes_resumed": sum(
-            1 for a in after_kill if a[2] == "read" and a[3] == 200 and a[1] < first_write_ok),
-    }
-    # 503 with Retry-After during the switch, nothing else; never slower than the pool timeout.
-    assert set(statuses) <= {200, 201, 503}, statuses
-    assert all(h.get("retry-after") for *_x, status, h in answers if status == 503)
-    assert max(a[1] - a[0] for a in answers) < SLOWEST_ANSWER
+    FIGURES["failover"] = {"old_leader": old_leader, "new_leader": new_leader,
+                           **judge_answers(load, killed_at, promoted_at)}
     assert {name: ctl.pid_of(name) for name in apps_before} == apps_before  # no process restarted
-
-    # Every acknowledged create is there exactly once; every acknowledged update is there (or a
-    # later one whose answer was lost in the switch).
-    with primary_engine.connect() as connection:
-        rows = connection.execute(text("SELECT title, count(*) FROM articles WHERE title LIKE 'load-%' "
-                                       "GROUP BY title")).all()
-        found = dict(rows)
-        versions = dict(connection.execute(text("SELECT id, title FROM articles WHERE id = ANY(:ids)"),
-                                           {"ids": [int(i) for i in counters.values()]}).all())
-    missing = [t for t in load.created if t not in found]
-    doubled = [t for t, n in found.items() if n > 1]
-    lost_updates = [w for w, n in load.updated.items() if int(versions[int(counters[w])][1:]) < n]
-    FIGURES["writes"] = {"creates_acknowledged": len(load.created), "creates_found": len(load.created) - len(missing),
-                         "creates_doubled": len(doubled), "creates_found_unacknowledged": len(found) - len(load.created) + len(missing),
-                         "updates_acknowledged": sum(1 for a in answers if a[2] == "update" and a[3] == 200),
-                         "writers_whose_last_acknowledged_update_is_missing": len(lost_updates)}
-    assert missing == [] and doubled == [] and lost_updates == []
-    assert len(load.created) > 20
-
-
-def _writes_ok_since(load: Load, since: float, count: int) -> bool:
-    with load._lock:
-        return sum(1 for a in load.answers if a[0] >= since and a[2] != "read" and 200 <= a[3] < 300) >= count
+    FIGURES["writes"] = judge_writes(load, primary_engine)
 
 
 def test_the_old_primary_rejoins_as_a_replica():
     ctl.wait_for("three members again, one synchronous", ctl.healthy, timeout=180, interval=1)
+
+
+# -- planned switchover ------------------------------------------------------------------------------
+
+def test_a_planned_switchover_under_load_loses_no_acknowledged_write(headers, primary_engine):
+    """`patronictl switchover` to the synchronous standby while writers and readers run: the same
+    checks as the failover (only 2xx and 503 + Retry-After, every acknowledged write there once)."""
+    ctl.wait_for("a healthy cluster", ctl.healthy, timeout=180, interval=1)
+    counters = own_articles(headers)
+    apps_before = {name: ctl.pid_of(name) for name in ("app1", "app2")}
+    old_leader, candidate = ctl.leader(), ctl.sync_standby()
+
+    with Load(headers, counters, "switchover") as load:
+        time.sleep(3)
+        asked_at = time.monotonic()
+        ctl.switchover(old_leader, candidate)
+        returned_at = time.monotonic()
+        ctl.wait_for("the candidate to lead", lambda: ctl.leader() == candidate, timeout=90, interval=0.2)
+        promoted_at = time.monotonic()
+        ctl.wait_for("writes to succeed again", lambda: load.writes_ok_since(promoted_at, 20), timeout=90)
+        time.sleep(2)
+
+    FIGURES["switchover"] = {"old_leader": old_leader, "new_leader": candidate,
+                             "patronictl_s": round(returned_at - asked_at, 2),
+                             **judge_answers(load, asked_at, promoted_at)}
+    assert {name: ctl.pid_of(name) for name in apps_before} == apps_before  # no process restarted
+    FIGURES["switchover_writes"] = judge_writes(load, primary_engine)
+    ctl.wait_for("the old leader to follow as a replica", ctl.healthy, timeout=180, interval=1)
 
 
 # -- read-your-writes ----------------------------------------------------------------------------------

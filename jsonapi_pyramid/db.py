@@ -272,15 +272,24 @@ def _note_flush(session: Any, _flush_context: Any) -> None:
 
 
 def bound_unsized_body(request: Request) -> Any:
-    """pyramid_retry's activate hook: bound a body without ``Content-Length`` before it is copied.
+    """pyramid_retry's activate hook: keep the body's copy in memory, and make none to refuse.
 
-    pyramid_retry copies the body (to replay it) before any tween runs; a chunked body without
+    pyramid_retry copies the body (to replay it) before any tween runs. A chunked body without
     ``Content-Length`` is read here up to ``jsonapi.max_body_bytes`` + 1 bytes only, so the
-    negotiation tween then answers 413 for a longer one. Returns None: the configured attempts.
+    negotiation tween then answers 413 for a longer one; webob keeps a copy up to that size in
+    memory (``bound_body``). A body over the limit gets one attempt (under the API root that tween
+    refuses it with 413 before any view runs; elsewhere it is not kept for a replay either):
+    pyramid_retry then copies nothing, where webob would spool it to a temporary file that nobody
+    closes (left to the garbage collector: a ``ResourceWarning``). Returns None otherwise: the
+    configured attempts.
     """
     jsonapi = getattr(request.registry, "jsonapi", None)
-    if jsonapi is not None:
-        bound_body(request, jsonapi.settings["max_body_bytes"])
+    if jsonapi is None:
+        return None
+    limit = jsonapi.settings["max_body_bytes"]
+    bound_body(request, limit)
+    if (request.content_length or 0) > limit:
+        return 1
     return None
 
 

@@ -96,6 +96,75 @@ def test_a_chunked_body_without_length_is_read_only_up_to_the_limit(database_url
     assert stream.read_bytes <= 1001
 
 
+@pytest.fixture
+def tempfiles(monkeypatch):
+    """Every temporary file webob makes for a request body (closed at the end of the test)."""
+    from webob.request import BaseRequest
+
+    made = []
+    make_tempfile = BaseRequest.make_tempfile
+
+    def spy(request):
+        made.append(make_tempfile(request))
+        return made[-1]
+
+    monkeypatch.setattr(BaseRequest, "make_tempfile", spy)
+    yield made
+    for file in made:
+        file.close()
+
+
+@pytest.mark.parametrize("attempts", ["1", "3"])
+def test_a_body_over_the_limit_is_refused_unread_also_with_retries(database_url, attempts, tempfiles):
+    """With more than one attempt pyramid_retry copies the body to replay it; one over the limit
+    is refused with 413 anyway, so it gets one attempt: not read at all, no temporary file (webob
+    spools a copy over its in-memory limit to one that nobody closes)."""
+    import webtest
+
+    from jsonapi_blog import main
+
+    app = webtest.TestApp(main({}, **{"sqlalchemy.url": database_url, "retry.attempts": attempts,
+                                      "jsonapi.max_body_bytes": "1000"}))
+    stream = CountingStream(200_000)
+    environ = {"wsgi.input": stream, "CONTENT_LENGTH": "200000", "CONTENT_TYPE": MEDIA_TYPE}
+    response = app.request("/api/tags", method="POST", environ=environ, expect_errors=True)
+    app.app.registry["db.engine"].dispose()
+    assert response.status_int == 413
+    assert stream.read_bytes == 0
+    assert tempfiles == []
+
+
+def test_a_retried_request_keeps_a_large_body_within_the_limit_in_memory(tmp_path, tempfiles):
+    """A 200 KB body (over webob's 10 KiB in-memory default, within max_body_bytes), retried after
+    a transient error: both attempts read the whole body, and no temporary file is made."""
+    import psycopg
+    import webtest
+    from pyramid.config import Configurator
+    from pyramid.response import Response
+    from pyramid.security import NO_PERMISSION_REQUIRED
+    from sqlalchemy.exc import OperationalError
+
+    from jsonapi_pyramid.traversal import Root
+
+    seen = []
+
+    def view(request):
+        seen.append(len(request.body))
+        if len(seen) == 1:
+            raise OperationalError("SELECT 1", {}, psycopg.OperationalError("connection reset"))
+        return Response(str(len(request.body)))
+
+    config = Configurator(settings={"sqlalchemy.url": f"sqlite:///{tmp_path}/probe.sqlite", "retry.attempts": "3"})
+    config.include("jsonapi_pyramid.db")
+    config.include("jsonapi_pyramid")
+    config.add_view(view, context=Root, name="probe", permission=NO_PERMISSION_REQUIRED)
+    app = webtest.TestApp(config.make_wsgi_app())
+    response = app.post("/probe", b"x" * 200_000, headers={"Content-Type": "application/octet-stream"})
+    assert response.text == "200000"
+    assert seen == [200_000, 200_000]
+    assert tempfiles == []
+
+
 def test_a_small_chunked_body_is_accepted(api, db):
     _admin, headers = make_account(db, "chunked-admin@example.com", admin=True)
     body = b'{"data": {"type": "tags", "attributes": {"name": "chunked"}}}'
