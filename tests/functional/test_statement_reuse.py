@@ -69,6 +69,17 @@ def test_callers_who_see_different_rows_never_share_a_statement(api, blog, auth_
         assert api.get(f"/api/articles/{draft}", headers=alice).json["data"]["id"] == draft
 
 
+def test_cursor_pages_of_callers_who_see_different_rows_never_share_a_statement(api, blog, auth_headers):
+    cursors = {"Accept": 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'}
+    draft = str(blog["draft"].id)
+    alice = {**cursors, **auth_headers(blog["alice"])}
+    for _ in range(2):  # either caller first: the keyset statement is kept per visibility rule
+        assert draft in [a["id"] for a in api.get("/api/articles?sort=-createdAt", headers=alice).json["data"]]
+        assert draft not in [a["id"] for a in api.get("/api/articles?sort=-createdAt", headers=cursors).json["data"]]
+        assert draft not in [a["id"] for a in api.get("/api/articles?sort=title", headers=cursors).json["data"]]
+        assert draft in [a["id"] for a in api.get("/api/articles?sort=title", headers=alice).json["data"]]
+
+
 class _Definition:
     """What the cache asks of a resource definition: ``visible(request)``."""
 
