@@ -305,7 +305,7 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     def cached(shape: Any, build: Any) -> Any:
         return build() if key is None else statements.get(request, ("cursor", key, shape), build)
 
-    base, keys = cached(None, parts)
+    keys = cached(None, parts)[1]
     codec = CursorCodec(request.registry.jsonapi.settings["cursor_secret"], cursor_scope(request, plan))
     after = None if page.after is None else codec.decode(page.after, "page[after]", len(keys))
     before = None if page.before is None else codec.decode(page.before, "page[before]", len(keys))
