@@ -312,8 +312,11 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     backwards = before is not None and after is None
     # The base is fetched again inside the build: so the visibility rules it reads are noted for
     # this statement too, and another caller never reuses it (base and keys are the same objects).
-    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards),
-                       lambda: _keyset_statement(*cached(None, parts), after, before, backwards))
+    def keyset() -> Any:
+        base, kept = cached(None, parts)
+        return _keyset_statement(base, kept, after, before, backwards)
+
+    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards), keyset)
     values = dict(parameters or {}, jsonapi_limit=page.size + 1)
     for prefix, decoded in (("jsonapi_after", after), ("jsonapi_before", before)):
         if decoded is not None:
