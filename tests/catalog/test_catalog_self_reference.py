@@ -249,8 +249,17 @@ def test_filters_and_sorts_match_a_brute_force_evaluation(tree, terms, keys, neg
     document = get(tree, "/api/genres", parameters)
     terms = list({parameter(term)[0]: term for term in terms}.values())  # a repeated parameter: the last wins
 
+    # the terms under one filter[children][any] hold for the same child (DEVELOPMENT.md)
+    same_child = [term for term in terms if term[0] in ("any", "grandchildren")]
+    others = [term for term in terms if term not in same_child]
+
+    def one_child(child, term):
+        kind, value, _ = term
+        return value in NAMES[child] if kind == "any" else len(children(child)) >= value
+
     def matches(genre_id):
-        every = all(holds(term, genre_id) for term in terms)
+        every = all(holds(term, genre_id) for term in others) and (
+            not same_child or any(all(one_child(c, term) for term in same_child) for c in children(genre_id)))
         return not every if negate and terms else every
 
     expected = [g for g in brute_sort(keys) if matches(g)]
