@@ -7,12 +7,12 @@ from typing import Any
 import orjson
 
 from ..contract import get_registry
-from ..openapi_atomic import add_atomic_operations
-from ..openapi_conditional import add_conditional_requests
 from ..renderer import MEDIA_TYPE
 from ..views import VIEWS
+from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
 from .components import ComponentsMixin
+from .conditional import add_conditional_requests
 from .parameters import ParametersMixin
 from .paths import PathsMixin
 
@@ -59,7 +59,7 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
                 self._custom_operation(definition, operation)
         self._publishing_paths()
         self._other_views()
-        add_atomic_operations(self)  # POST /api/operations (openapi_atomic.py)
+        add_atomic_operations(self)  # POST /api/operations (openapi/atomic.py)
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
         document = {
             "openapi": OPENAPI_VERSION,
