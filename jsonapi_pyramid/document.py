@@ -240,7 +240,7 @@ class DocumentBuilder:
 
     @staticmethod
     def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:
-        """Cursor pagination: the profile in ``jsonapi.profile`` (``json_response`` puts it in the
+        """Cursor pagination: the profile in ``jsonapi.profile`` (the ``jsonapi`` renderer puts it in the
         ``Content-Type`` too), an item cursor in each item's ``meta.page.cursor`` and the
         pagination metadata (``rangeTruncated``, ``total``) in the top-level ``meta.page``."""
         cursors = loaded.cursors
