@@ -75,7 +75,7 @@ cluster-down:
 cluster-test: $(STAMP)
 	$(PYTHON) cluster/ctl.py down
 	$(PYTHON) cluster/ctl.py up
-	$(BIN)/pytest -p no:cacheprovider -q cluster/test_cluster.py $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -p no:cacheprovider -q -s cluster/test_cluster.py $(PYTEST_ARGS); status=$$?; \
 	  $(PYTHON) cluster/ctl.py down; exit $$status
 
 # The library's sdist and wheel in dist/ (the reference service is not part of them), checked.

@@ -2,7 +2,8 @@
 
 Every request goes through HAProxy's application port to the two `pserve production.ini`
 processes, which reach PostgreSQL through HAProxy's primary and replica ports (Patroni's REST
-checks). Figures are printed (pytest -s) and written to ``$CLUSTER_DIR/figures.json``.
+checks). Figures are printed at the end (`make cluster-test` runs pytest -s) and written to
+``$CLUSTER_DIR/figures.json`` (removed with the cluster).
 
 * reads go to a replica: statements counted per server (pg_stat_statements on each node);
 * failover: the primary's postmaster is killed with SIGKILL under a load of writers and readers:

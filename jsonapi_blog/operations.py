@@ -1,7 +1,8 @@
 """The blog's custom operations (CONTRACT.md section 5): activating accounts.
 
 * ``POST /api/users/<id>/activate``: activates the user and returns it (200); a user already
-  active is returned as it is (200, the seed's choice).
+  active is returned as it is (200, the seed's choice). It honours ``If-Match`` as ``PATCH`` does
+  (412 with a stale ``ETag``) and answers with the user's new ``ETag``.
 * ``POST /api/users/activate`` with ``data``: an array of ``users`` identifiers: activates each
   and returns them (200). Any unknown id (or one the caller may not see) is a 422 pointing at it,
   and nothing changes: every id is checked before any account is touched.
@@ -41,8 +42,10 @@ def activate_users(context, request, users: list):
 
 
 def includeme(config):
+    # conditional: If-Match honoured (412), the answer carries the user's new ETag (CONTRACT.md section 8)
     config.add_jsonapi_operation(User, "activate", activate_user, on="item", request_method="POST",
-                                 permission=BlogPermission.ACTIVATE, description="Activate one account.")
+                                 permission=BlogPermission.ACTIVATE, description="Activate one account.",
+                                 conditional=True)
     config.add_jsonapi_operation(User, "activate", activate_users, on="collection", request_method="POST",
                                  permission=BlogPermission.ACTIVATE, validate=read_user_linkage,
                                  description="Activate several accounts at once.")

@@ -255,6 +255,16 @@ def create_token(context, request, credentials) -> object:
     return created(request, token, linkage=("user",))
 
 
+create_token.openapi = {"responses": {"429": {  # the login throttle (CONTRACT.md section 9)
+    "description": "Too Many Requests: too many failed logins for this e-mail or from this address in the window "
+                   "(`blog.login_attempts`, `blog.login_address_attempts`, `blog.login_window_seconds`); refused even "
+                   "with the right password until `Retry-After` seconds have passed.",
+    "headers": {"Retry-After": {"description": "Seconds until a login may be tried again.",
+                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+    "content": {"application/vnd.api+json": {"schema": {"$ref": "#/components/schemas/ErrorDocument"}}},
+}}}
+
+
 def _refuse(request, email: str, detail: str) -> NoReturn:
     record_failure(request, email)
     raise Unauthorized(detail)

@@ -8,8 +8,12 @@
 * ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
   The comparison is the weak one (RFC 9110 section 13.1.2): ``W/"x"`` matches ``"x"``.
 * ``resource_etag`` gives the tag that ``GET /api/<type>/<id>`` (no query parameters) would carry
-  for the caller, without a request: write answers carry it (``tag_answer``) and ``preconditions``
-  compares ``If-Match`` with it.
+  for the caller, without a request: ``preconditions`` compares ``If-Match`` with it, and every
+  write answer that leaves the resource in place carries it in ``X-Resource-ETag`` (``tag_owner``):
+  the ``If-Match`` of the next write to the resource or any of its relationships. Answers whose
+  data is the resource (``PATCH`` 200, ``POST`` 201) carry it as their ``ETag`` too
+  (``tag_answer``); the linkage answers of to-many relationship writes carry the ``ETag`` of their
+  own bytes instead (``tag_body``), the one ``GET`` of the same URL gives right after.
 * ``jsonapi.etags = false`` turns all of this off (no tween, no tag on write answers); ``If-Match``
   is still honoured by ``preconditions``.
 """
@@ -22,7 +26,24 @@ from typing import Any
 from pyramid.request import Request
 from pyramid.response import Response
 
-__all__ = ["ANY", "etag_of", "etag_tween_factory", "parse_entity_tags", "resource_etag", "strong_match", "tag_answer", "weak_match"]
+__all__ = [
+    "ANY",
+    "RESOURCE_ETAG",
+    "etag_of",
+    "etag_tween_factory",
+    "parse_entity_tags",
+    "resource_etag",
+    "strong_match",
+    "tag_answer",
+    "tag_body",
+    "tag_owner",
+    "weak_match",
+]
+
+#: The header naming the resource's own ``ETag`` on write answers (``tag_owner``).
+RESOURCE_ETAG = "X-Resource-ETag"
+#: Where a view asks the tween for the ``ETag`` of its answer's bytes (``tag_body``).
+_TAG_BODY = "jsonapi.etag_of_body"
 
 #: ``parse_entity_tags("*")``.
 ANY = "*"
@@ -87,12 +108,28 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
+def tag_owner(request: Request, definition: Any, entity: Any) -> str | None:
+    """Give the answer to a write on ``entity`` (or one of its relationships) the resource's new
+    tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first, so
+    that columns the database sets on update are read."""
+    if not etags_enabled(request):
+        return None
+    request.dbsession.flush()
+    tag = resource_etag(request, definition, entity)
+    request.response.headers[RESOURCE_ETAG] = tag
+    return tag
+
+
 def tag_answer(request: Request, definition: Any, entity: Any) -> None:
-    """Give the answer to a write the resource's new ``ETag`` (``resource_etag``), unless
-    ``jsonapi.etags`` is off. Flushes first, so that columns the database sets on update are read."""
-    if etags_enabled(request):
-        request.dbsession.flush()
-        request.response.headers["ETag"] = resource_etag(request, definition, entity)
+    """An answer whose data is ``entity``: its new tag in ``ETag`` and ``X-Resource-ETag``."""
+    tag = tag_owner(request, definition, entity)
+    if tag is not None:
+        request.response.headers["ETag"] = tag
+
+
+def tag_body(request: Request) -> None:
+    """Ask the tween to give this (write) answer the ``ETag`` of its own bytes, as for a ``GET``."""
+    request.environ[_TAG_BODY] = True
 
 
 def _small_file(response: Any) -> bool:
@@ -110,7 +147,11 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
 
     def etag_tween(request: Request) -> Any:
         response = handler(request)
-        if request.method not in ("GET", "HEAD") or response.status_int != 200:
+        if request.method not in ("GET", "HEAD"):
+            if response.status_int == 200 and request.environ.get(_TAG_BODY) and response.body:
+                response.headers["ETag"] = etag_of(response.body)
+            return response
+        if response.status_int != 200:
             return response
         if not isinstance(response.app_iter, list) and not _small_file(response):
             return response  # a stream, or a file too large to read for a tag

@@ -21,6 +21,12 @@ URL answers 405 with ``Allow``.
 ``name=""`` on the collection or item *replaces* a standard operation of that type only (for
 example a create that is not a plain model insert): the operation's view carries a predicate on
 the resource type, so Pyramid prefers it over the generic view of the same context and method.
+
+``conditional=True`` (item operations) makes an operation a conditional write, as ``PATCH`` is
+(``preconditions``; CONTRACT.md section 8): after authorization and before ``validate`` the row is
+locked and ``If-Match`` compared with the resource's ``ETag`` (412 on a mismatch, 428 without it
+when the type requires it); the answer carries the resource's new tag in ``X-Resource-ETag``, and
+as its ``ETag`` too when its data is that resource (``conditional.tag_answer``).
 """
 from __future__ import annotations
 
@@ -31,13 +37,17 @@ from typing import Any, cast
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
+from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
+from sqlalchemy import inspect
 
 from .body import request_data
+from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
 from .errors import method_not_allowed_view
 from .loading import Loaded
+from .preconditions import check_if_match
 from .query import parse_query
 from .security import Permission
 from .traversal import Collection, Item
@@ -69,11 +79,36 @@ class Operation:
     permission: str
     validate: Callable[..., Any] | None = None
     description: str | None = None
+    conditional: bool = False
 
     def __call__(self, context: Any, request: Request) -> Any:
+        if self.conditional:
+            check_if_match(request, context.definition, context.entity)
         if self.validate is None:
-            return self.view(context, request)
-        return self.view(context, request, self.validate(context, request))
+            answer = self.view(context, request)
+        else:
+            answer = self.view(context, request, self.validate(context, request))
+        if self.conditional:
+            _tag(context, request, answer)
+        return answer
+
+
+def _tag(context: Any, request: Request, answer: Any) -> None:
+    """The resource's new tag on a conditional operation's answer (none once it is deleted)."""
+    definition, entity = context.definition, context.entity
+    request.dbsession.flush()
+    state = inspect(entity)
+    if state.deleted or state.was_deleted or state.detached:
+        return
+    data = answer.get("data") if isinstance(answer, dict) else None
+    is_resource = (isinstance(data, dict) and data.get("type") == definition.type
+                   and data.get("id") == definition.identity(entity))
+    if is_resource and request.response.status_int in (200, 201):
+        tag_answer(request, definition, entity)
+    else:
+        tag_owner(request, definition, entity)
+    if isinstance(answer, Response) and RESOURCE_ETAG in request.response.headers:
+        answer.headers[RESOURCE_ETAG] = request.response.headers[RESOURCE_ETAG]
 
 
 class ResourceModelPredicate:
@@ -94,20 +129,25 @@ class ResourceModelPredicate:
 
 def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Callable[..., Any], *, on: str = "item",
                           request_method: str = "POST", permission: Any = Permission.UPDATE,
-                          validate: Callable[..., Any] | None = None, description: str | None = None) -> Operation:
+                          validate: Callable[..., Any] | None = None, description: str | None = None,
+                          conditional: bool = False) -> Operation:
     """Add an operation ``name`` to the resource type of ``model`` (a configurator directive).
 
     ``on``: ``"item"`` (``/<type>/<id>/<name>``) or ``"collection"`` (``/<type>/<name>``).
     ``permission``: what the context's ACL must grant (a ``Permission`` or the application's own
     named permission). ``validate``: ``(context, request) -> value`` run after authorization.
     ``name=""`` replaces the standard operation of that context and method for this type only.
+    ``conditional``: an item operation honours ``If-Match`` as ``PATCH`` does (see the module's text).
     """
     if on not in ON_CONTEXT:
         raise ConfigurationError(f"add_jsonapi_operation: on must be one of {ON_CONTEXT}, not {on!r}")
+    if conditional and on != "item":
+        raise ConfigurationError("add_jsonapi_operation: conditional=True needs on='item' (If-Match names one resource)")
     if name in {"relationships"} or "/" in name:
         raise ConfigurationError(f"add_jsonapi_operation: {name!r} cannot be an operation name")
     request_method = request_method.upper()
-    operation = Operation(model, name, view, on, request_method, str(permission), validate, description)
+    operation = Operation(model, name, view, on, request_method, str(permission), validate, description,
+                          bool(conditional))
     context = Item if on == "item" else Collection
     config.add_view(operation, context=context, name=name, request_method=request_method,
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")

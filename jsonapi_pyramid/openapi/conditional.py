@@ -5,7 +5,11 @@ Applied to the built document (``openapi.build_document``), from its paths alone
 * every ``GET`` with a 200 answer: the ``If-None-Match`` parameter, ``ETag`` on the 200, and 304;
 * ``PATCH``/``DELETE`` of ``/<type>/{id}`` and every write on ``/<type>/{id}/relationships/<name>``:
   the ``If-Match`` parameter and 412, plus 428 for a type registered with ``require_if_match``;
-* the standard create (201) and update (200) answers: ``ETag`` (the plain GET's);
+* the standard create (201) and update (200) answers: ``ETag`` and ``X-Resource-ETag`` (the plain
+  GET's); relationship writes: ``X-Resource-ETag`` (the owner's), and on a 200 (the linkage) the
+  ``ETag`` of its bytes;
+* custom item operations registered with ``conditional=True``: ``If-Match``, 412 (428), and the
+  tags of their answer;
 * atomic operations (when registered): ``meta.ifMatch`` of an operation, and 412 (428).
 
 With ``jsonapi.etags = false`` only the ``If-Match`` parts remain (no ``ETag``, no 304).
@@ -26,6 +30,18 @@ _WRITE_ETAG_HEADER = {
                    "send it in `If-Match` of the next write.",
     "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
 }
+_RESOURCE_ETAG_HEADER = {
+    "description": "The `ETag` that `GET` of the resource (the relationship's owner) without query parameters gives "
+                   "the caller now: send it in `If-Match` of the next write to the resource or any of its relationships.",
+    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+}
+_LINKAGE_ETAG_HEADER = {
+    "description": "Strong entity tag of this linkage document's bytes: the one `GET` of the same URL gives next "
+                   "(for `If-None-Match`). Not the owner's: `If-Match` takes `X-Resource-ETag`.",
+    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+}
+_OPERATION_ETAG_HEADER = {**_WRITE_ETAG_HEADER, "description": "When the answer's data is this resource: the `ETag` "
+                          "that `GET` of it without query parameters gives the caller now (as `X-Resource-ETag`)."}
 _PARAMETERS = {
     "IfNoneMatch": {
         "name": "If-None-Match", "in": "header", "required": False,
@@ -60,6 +76,15 @@ def _conditional_write(segments: list[str], method: str) -> bool:
     return len(segments) == 4 and segments[1] == "{id}" and segments[2] == "relationships" and method in ("post", "patch", "delete")
 
 
+def _conditional_operation(definition: Any, segments: list[str], method: str) -> bool:
+    """A custom item operation registered with ``conditional=True`` (``operations``)."""
+    if len(segments) not in (2, 3) or segments[1] != "{id}":
+        return False
+    name = segments[2] if len(segments) == 3 else ""
+    operation = definition.operations.get(("item", name, method.upper()))
+    return operation is not None and operation.conditional
+
+
 def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
     """Add the conditional parts to ``document`` (in place; returned); ``jsonapi``: the registry."""
     root = "/" + jsonapi.settings["root_name"] + "/"
@@ -86,19 +111,36 @@ def add_conditional_requests(document: dict[Any, Any], jsonapi: Any) -> dict[Any
                 responses["304"] = _ref("responses", "NotModified")
             if definition is None:
                 continue
-            if _conditional_write(segments, method):
+            if _conditional_write(segments, method) or _conditional_operation(definition, segments, method):
                 operation["parameters"] = [*operation.get("parameters", []), _ref("parameters", "IfMatch")]
                 responses["412"] = _ref("responses", "PreconditionFailed")
                 if definition.require_if_match:
                     responses["428"] = _ref("responses", "PreconditionRequired")
-            answers = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}
-            written = answers.get(operation.get("operationId"))
-            if etags and written in responses and "$ref" not in responses[written]:
-                headers = {**responses[written].get("headers", {}), "ETag": _WRITE_ETAG_HEADER}
-                responses[written] = {**responses[written], "headers": headers}
+            if etags:
+                _write_tags(definition, segments, method, operation, responses)
             operation["responses"] = dict(sorted(responses.items()))
     _atomic(document, root, any(d.require_if_match for d in jsonapi.types.values()))
     return document
+
+
+def _with_headers(responses: dict[Any, Any], status: str, headers: dict[str, Any]) -> None:
+    if status in responses and "$ref" not in responses[status]:
+        responses[status] = {**responses[status], "headers": {**responses[status].get("headers", {}), **headers}}
+
+
+def _write_tags(definition: Any, segments: list[str], method: str, operation: dict[Any, Any],
+                responses: dict[Any, Any]) -> None:
+    """The tags a write answer carries (``conditional.tag_answer``, ``tag_owner``, ``tag_body``)."""
+    answers = {f"{definition.type}.create": "201", f"{definition.type}.update": "200"}
+    written = answers.get(str(operation.get("operationId")))
+    if written is not None:
+        _with_headers(responses, written, {"ETag": _WRITE_ETAG_HEADER, "X-Resource-ETag": _RESOURCE_ETAG_HEADER})
+    elif _conditional_operation(definition, segments, method):
+        for status in ("200", "201"):
+            _with_headers(responses, status, {"ETag": _OPERATION_ETAG_HEADER, "X-Resource-ETag": _RESOURCE_ETAG_HEADER})
+    elif len(segments) == 4 and _conditional_write(segments, method):
+        _with_headers(responses, "200", {"ETag": _LINKAGE_ETAG_HEADER, "X-Resource-ETag": _RESOURCE_ETAG_HEADER})
+        _with_headers(responses, "204", {"X-Resource-ETag": _RESOURCE_ETAG_HEADER})
 
 
 def _atomic(document: dict[Any, Any], root: str, required: bool) -> None:

@@ -234,7 +234,10 @@ class PathsMixin:
         for annotated in (operation.validate, operation.view):
             extra = getattr(annotated, "openapi", None)
             if isinstance(extra, dict):
+                # ``responses`` are added to the derived ones (a status given replaces its own)
+                responses = {**op.get("responses", {}), **extra.get("responses", {})}
                 op.update(extra)
+                op["responses"] = dict(sorted(responses.items()))
         return op
 
     def _id_param(self, definition: Any) -> dict[Any, Any]:

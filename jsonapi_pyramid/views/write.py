@@ -13,7 +13,7 @@ from pyramid.request import Request
 
 from .. import writes
 from ..body import request_data
-from ..conditional import tag_answer
+from ..conditional import tag_answer, tag_body, tag_owner
 from ..document import linkage_document, resource_document
 from ..query import parse_query
 from ..writes import Write
@@ -49,8 +49,10 @@ def remove(context: Any, request: Request) -> Any:
 
 
 def replace_to_one(context: Any, request: Request) -> Any:
-    """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204."""
+    """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204 with the
+    owner's new tag in ``X-Resource-ETag``."""
     writes.replace_to_one(Write(context, request_data(request)))
+    tag_owner(request, context.definition, context.entity)
     return _no_content(request)
 
 
@@ -58,19 +60,19 @@ def add_to_many(context: Any, request: Request) -> Any:
     """``POST .../relationships/<to-many>``: link the members sent; 200 with the linkage after
     the change."""
     writes.add_to_many(Write(context, request_data(request)))
-    return linkage_document(context, request)
+    return _linkage_answer(context, request)
 
 
 def replace_to_many(context: Any, request: Request) -> Any:
     """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200."""
     writes.replace_to_many(Write(context, request_data(request)))
-    return linkage_document(context, request)
+    return _linkage_answer(context, request)
 
 
 def remove_from_many(context: Any, request: Request) -> Any:
     """``DELETE .../relationships/<to-many>``: unlink the members sent (the resources stay); 200."""
     writes.remove_from_many(Write(context, request_data(request)))
-    return linkage_document(context, request)
+    return _linkage_answer(context, request)
 
 
 #: The write operation each view runs: atomic operations find the view in ``VIEWS`` (context
@@ -84,6 +86,14 @@ OPERATIONS = {
     replace_to_many: writes.replace_to_many,
     remove_from_many: writes.remove_from_many,
 }
+
+
+def _linkage_answer(context: Any, request: Request) -> Any:
+    """200 with the linkage after a to-many change: the ``ETag`` of its bytes (as ``GET`` of this
+    URL gives it next) and the owner's new tag in ``X-Resource-ETag`` (``conditional``)."""
+    tag_owner(request, context.definition, context.entity)
+    tag_body(request)
+    return linkage_document(context, request)
 
 
 def _no_content(request: Request) -> Any:

@@ -120,3 +120,16 @@ def test_settings_are_read():
                                             "blog.login_window_seconds": "60"})
     assert throttle == LoginThrottle(3, 7, dt.timedelta(seconds=60))
     assert utcnow() - throttle.window < utcnow()
+
+
+def test_the_openapi_document_lists_the_429_with_retry_after(api, blog):
+    """The 429 the throttle answers (above) is documented on POST /api/tokens, with the header it
+    carries and the JSON:API error document; the statuses derived for the operation stay."""
+    operation = api.get("/api/openapi.json").json["paths"]["/api/tokens"]["post"]
+    throttled = operation["responses"]["429"]
+    assert "Retry-After" in throttled["headers"]
+    assert throttled["content"][JSONAPI]["schema"] == {"$ref": "#/components/schemas/ErrorDocument"}
+    assert {"201", "401", "422"} <= set(operation["responses"])
+    fail(api, 10)
+    response = attempt(api, "alice@example.com", "alice-password", status=429)
+    assert set(throttled["headers"]) <= set(response.headers)
