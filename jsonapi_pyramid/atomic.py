@@ -194,7 +194,7 @@ def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalI
     definition = context.definition
     if lid is not None:
         local_ids.add(definition.type, lid, definition.identity(entity))
-    return {"data": builder.resource(definition, entity)}
+    return {"data": builder.resource(definition, definition.value_of(entity))}
 
 
 def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:

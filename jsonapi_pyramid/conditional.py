@@ -98,7 +98,7 @@ def resource_etag(request: Request, definition: Any, entity: Any) -> str:
     from .renderer import dumps
 
     builder = DocumentBuilder(request, QueryPlan())
-    document = builder.single(Loaded(definition, [entity]))
+    document = builder.single(Loaded(definition, [definition.value_of(entity)]))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
     return etag_of(dumps(document))
 
