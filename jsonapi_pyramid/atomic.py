@@ -304,8 +304,9 @@ def _walk(request: Request, segments: list[Any], pointer: str) -> Any:
 
 
 def _view_of(context: Any, method: str) -> Any:
-    for context_type, row_method, view, permission in VIEWS:
-        if type(context) is context_type and row_method == method and view in OPERATIONS:
+    for row in VIEWS:
+        view, permission = row.view, row.permission
+        if type(context) is row.context and row.method == method and view in OPERATIONS:
             definition = context.definition
             on = "collection" if context.entity is None else "item"
             if context.relationship is None and (on, "", method) in definition.operations:

@@ -51,9 +51,9 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
         definitions = sorted(self.jsonapi.types.values(), key=lambda d: d.type)
         for definition in definitions:
             self._resource_schemas(definition)
-        for context, method, _view, permission in VIEWS:
+        for row in VIEWS:
             for definition in definitions:
-                self._view_row(definition, context, method, permission)
+                self._view_row(definition, row)
         for definition in definitions:
             for operation in self._custom_operations(definition):
                 self._custom_operation(definition, operation)
