@@ -52,10 +52,11 @@ fuzz: $(STAMP)
 clean:
 	rm -rf $(VENV) var/*.sqlite *.egg-info build dist
 
-# Benchmarks, by hand only (never part of `make test`): seeds bench/out/, serves the reference
-# service, the ceiling (bench/ceiling.py) and pyramid-jsonapi (bench/.peer-venv) on 127.0.0.1,
-# drives them with wrk (installed from the system's packages if missing), writes bench/RESULTS.md.
-# BENCH_SCALE, BENCH_DURATION, BENCH_DATABASE_URL, ...: see bench/run.py.
+# Benchmarks, by hand only (never part of `make test`; ~13 min, one run): seeds bench/out/, serves
+# the reference service, the lean ceiling (bench/ceiling.py) and the floor (bench/floor.py) on
+# 127.0.0.1, checks the ceiling's documents, drives them with wrk (installed from the system's
+# packages if missing), counts calls in-process, runs N processes on PostgreSQL, writes
+# bench/RESULTS.md. BENCH_SCENARIOS, BENCH_DURATION, BENCH_PEER, ...: DEVELOPMENT.md, bench/run.py.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 

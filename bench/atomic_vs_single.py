@@ -119,6 +119,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", help="also write the figures to this file (bench/run.py reads it)")
     args = parser.parse_args(argv)
     url = database(HERE / "out" / "atomic")
     counting, port = serve(url)
@@ -146,6 +147,10 @@ def main(argv=None) -> int:
         print(f"| {label} | {median * 1000:.0f} | {median * 1000 / args.n:.2f} | {count:.0f} | {requests} |")
     ratio = statistics.median(times["single"]) / statistics.median(times["atomic"])
     print(f"\nThe atomic request takes 1/{ratio:.1f} of the time of the single POSTs.")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({
+            "n": args.n, "rounds": args.rounds, "backend": backend, "times_ms": {k: [t * 1000 for t in v] for k, v in times.items()},
+            "statements": {k: statistics.median(v) for k, v in statements.items()}}))
     return 0
 
 

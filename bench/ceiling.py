@@ -1,309 +1,452 @@
-"""The ceiling: plain Pyramid views over SQLAlchemy Core, serialised with orjson.
+"""The lean ceiling: the least code that answers the benchmark's requests with the reference
+service's documents, byte for byte (bench/selfcheck.py proves it per scenario).
 
-This is what a careful person would write by hand for exactly the benchmark's requests, with no
-framework layer: the same documents as the reference service (attributes, relationship links,
-linkage on include paths, ``included``, page links), the same visibility rule (anonymous callers
-see published articles and their comments only), one statement for the page plus one batched
-``IN`` statement per include path. Only what the scenarios need is implemented:
+What it leaves out, on purpose, so that a ratio against it is not flattered: no tweens (Pyramid's
+exception view tween only), no security policy, no ACLs, no negotiation, no logging, no ORM, no
+SQLAlchemy at request time. Pyramid's URL dispatch (three routes) calls plain functions; each
+waitress thread keeps one DBAPI connection (sqlite3, or psycopg in autocommit mode) and runs SQL
+strings written once per dialect at start-up (psycopg prepares them on the server after a few
+executions); values go to dicts written out by hand and orjson. The same SQL statements as the
+reference service per request (one for a page, one per include path, one window-function
+statement for a paged include), the same visibility rule for an anonymous caller (published
+articles; their comments), the same signed cursors (HMAC-SHA256 under the same secret), the same
+strong ETag when a request carries ``If-None-Match`` (for the 304 scenario; 200s carry none).
 
-* ``GET /api/articles`` with ``page[size]``, ``page[number]``, ``page[after]`` (keyset on id),
-  ``include`` (``author``, ``comments``, ``tags``), ``filter[author.name]``, ``sort=-createdAt``;
-* ``GET /api/articles/{id}`` with ``include=comments.author`` (or ``comments``);
-* ``POST /api/articles`` with a bearer token (sha256 of the secret looked up in ``tokens``).
+Only what the scenarios need is implemented:
 
-The tables come from the reference service's metadata (schema only; no ORM is used).
+* ``GET /api/articles`` with ``page[size]``, ``page[number]``, ``page[after]`` (signed keyset
+  cursor), the cursor profile's first page, ``include`` (``author``, ``comments``, ``tags``),
+  ``page[comments][size]``, ``filter[author.name]``, ``sort=-createdAt``;
+* ``GET /api/articles/{id}`` with ``include=comments.author`` (or a subset);
+* ``POST /api/articles`` with a bearer token (SHA-256 of the secret looked up in ``tokens``).
+
+``make_app(url)`` returns the WSGI app and a ``Counter`` (statements run, for bench/counting.py).
 """
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
-from urllib.parse import quote, urlencode
+import hmac
+import math
+import threading
+from urllib.parse import parse_qsl, quote, urlencode
 
 import orjson
 from pyramid.config import Configurator
 from pyramid.response import Response
-from sqlalchemy import create_engine, event, insert, select
-
-from jsonapi_blog.models import Base
+from sqlalchemy.engine import make_url
 
 MEDIA = "application/vnd.api+json"
+PROFILE = "http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"
+CURSOR_MEDIA = f'{MEDIA}; profile="{PROFILE}"'
 OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 JSONAPI = {"version": "1.1"}
+JSONAPI_CURSOR = {"version": "1.1", "profile": [PROFILE]}
+#: The reference service under bench/serve.py signs cursors with this secret too.
+CURSOR_SECRET = "bench-cursor-secret"
+CURSOR_KEY = hashlib.sha256(CURSOR_SECRET.encode()).digest()
 
-T = Base.metadata.tables
-ARTICLES, USERS, COMMENTS, TAGS, ARTICLE_TAGS, TOKENS = (
-    T["articles"], T["users"], T["comments"], T["tags"], T["article_tags"], T["tokens"])
-A = ARTICLES.c
-ARTICLE_COLUMNS = (A.id, A.title, A.body, A.status, A.user_id, A.created_at, A.updated_at)
-USER_COLUMNS = (USERS.c.id, USERS.c.name, USERS.c.active, USERS.c.created_at, USERS.c.updated_at)
-COMMENT_COLUMNS = (COMMENTS.c.id, COMMENTS.c.body, COMMENTS.c.article_id, COMMENTS.c.user_id, COMMENTS.c.created_at)
+ARTICLE = "a.id, a.title, a.body, a.status, a.user_id, a.created_at, a.updated_at"
+USER = "u.id, u.name, u.active, u.created_at, u.updated_at"
+COMMENT = "c.id, c.body, c.article_id, c.user_id, c.created_at"
+SQL = {
+    "page": f"SELECT {ARTICLE} FROM articles a WHERE a.status = 'published' ORDER BY a.id LIMIT {{p}} OFFSET {{p}}",
+    "after": f"SELECT {ARTICLE} FROM articles a WHERE a.status = 'published' AND a.id > {{p}} ORDER BY a.id LIMIT {{p}}",
+    "by_author": f"SELECT {ARTICLE} FROM articles a WHERE a.status = 'published' "
+                 "AND a.user_id IN (SELECT u.id FROM users u WHERE u.name = {p}) "
+                 "ORDER BY a.created_at DESC, a.id LIMIT {p} OFFSET {p}",
+    "one": f"SELECT {ARTICLE} FROM articles a WHERE a.id = {{p}} AND a.status = 'published'",
+    "users": f"SELECT {USER} FROM users u WHERE u.id IN ({{ids}})",
+    "comments": f"SELECT {COMMENT} FROM comments c WHERE c.article_id IN ({{ids}}) ORDER BY c.article_id, c.id",
+    "comments_paged": f"SELECT {COMMENT}, r.rank, r.total FROM (SELECT c.id AS id, "
+                      "ROW_NUMBER() OVER (PARTITION BY c.article_id ORDER BY c.id) AS rank, "
+                      "COUNT(*) OVER (PARTITION BY c.article_id) AS total FROM comments c "
+                      "WHERE c.article_id IN ({ids})) r JOIN comments c ON c.id = r.id "
+                      "WHERE r.rank = 1 OR r.rank BETWEEN {p} AND {p} ORDER BY c.article_id, c.id",
+    "tags": "SELECT t.article_id, g.id, g.name FROM article_tags t JOIN tags g ON g.id = t.tag_id "
+            "WHERE t.article_id IN ({ids}) ORDER BY t.article_id, g.id",
+    "token": "SELECT k.user_id FROM tokens k JOIN users u ON u.id = k.user_id "
+             "WHERE k.secret_hash = {p} AND k.expires_at > {p} AND u.active",
+    "insert": "INSERT INTO articles (title, body, status, user_id, created_at, updated_at) "
+              f"VALUES ({{p}}, {{p}}, {{p}}, {{p}}, {{p}}, {{p}}) RETURNING {ARTICLE.replace('a.', '')}",
+}
 
 
-def respond(document, status=200, headers=None):
-    response = Response(body=orjson.dumps(document, option=OPTIONS), status=status, content_type=MEDIA, charset=None)
-    if headers:
-        response.headers.update(headers)
-    return response
+class Counter:
+    """Statements run (read by bench/counting.py while requests come one at a time)."""
+
+    statements = 0
 
 
-def error(status, title, detail, parameter=None):
-    err = {"status": str(status), "title": title, "detail": detail}
-    if parameter:
-        err["source"] = {"parameter": parameter}
-    return respond({"jsonapi": JSONAPI, "errors": [err]}, status)
+class Database:
+    """One DBAPI connection per waitress thread; the SQL above in the driver's parameter style."""
 
+    def __init__(self, url: str, counter: Counter):
+        parsed = make_url(url)
+        self.sqlite = parsed.get_backend_name() == "sqlite"
+        self.placeholder = "?" if self.sqlite else "%s"
+        if self.sqlite:
+            self.path = parsed.database
+        else:
+            self.conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.sql = {name: text.replace("{p}", self.placeholder) if "{ids}" not in text else text
+                    for name, text in SQL.items()}
+        self.local = threading.local()
+        self.counter = counter
+        self.in_lists: dict = {}
+        self.opened: list = []
+
+    def connection(self):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            if self.sqlite:
+                import sqlite3
+
+                conn = sqlite3.connect(self.path, check_same_thread=False)
+                conn.execute("PRAGMA foreign_keys=ON")
+            else:
+                import psycopg
+
+                conn = psycopg.connect(self.conninfo, autocommit=True)
+            self.local.conn = conn
+            self.opened.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Closes every thread's connection (the app is not used afterwards)."""
+        for conn in self.opened:
+            conn.close()
+        self.opened.clear()
+
+    def rows(self, name: str, params=(), ids=None) -> list:
+        sql = self.sql[name]
+        if ids is not None:
+            key = (name, len(ids))
+            sql = self.in_lists.get(key)
+            if sql is None:  # an IN list of this length: written once
+                sql = self.in_lists[key] = SQL[name].replace("{ids}", ", ".join([self.placeholder] * len(ids))).replace(
+                    "{p}", self.placeholder)
+            params = (*ids, *params)
+        self.counter.statements += 1
+        cursor = self.connection().execute(sql, params)
+        return cursor.fetchall()
+
+    def time(self, value):
+        """SQLite keeps datetimes as text; PostgreSQL gives datetime objects."""
+        return dt.datetime.fromisoformat(value) if value.__class__ is str else value
+
+
+# -- documents ------------------------------------------------------------------------------------
 
 def rels(url, names, linkage=None):
     out = {}
     for name in names:
         member = {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
         if linkage is not None and name in linkage:
-            member["data"] = linkage[name]
+            extra = linkage[name]
+            if extra.__class__ is tuple:  # a paged to-many: (links, count, data)
+                member["links"].update(extra[0])
+                member["meta"] = {"count": extra[1]}
+                extra = extra[2]
+            member["data"] = extra
         out[name] = member
     return out
 
 
-def article(base, row, linkage=None):
+def article(db, base, row, linkage=None, cursor=None):
     url = f"{base}articles/{row[0]}"
-    return {
+    resource = {
         "type": "articles", "id": str(row[0]),
-        "attributes": {"title": row[1], "body": row[2], "status": row[3], "createdAt": row[5], "updatedAt": row[6]},
+        "attributes": {"title": row[1], "body": row[2], "status": row[3],
+                       "createdAt": db.time(row[5]), "updatedAt": db.time(row[6])},
         "relationships": rels(url, ("author", "comments", "tags"), linkage),
         "links": {"self": url},
     }
+    if cursor is not None:
+        resource["meta"] = {"page": {"cursor": cursor}}
+    return resource
 
 
-def user(base, row):
+def user(db, base, row):
     url = f"{base}users/{row[0]}"
     return {
         "type": "users", "id": str(row[0]),
-        "attributes": {"name": row[1], "active": row[2], "createdAt": row[3], "updatedAt": row[4]},
+        "attributes": {"name": row[1], "active": bool(row[2]), "createdAt": db.time(row[3]), "updatedAt": db.time(row[4])},
         "relationships": rels(url, ("roles", "articles", "profile")),
         "links": {"self": url},
     }
 
 
-def comment(base, row, linkage=None):
+def comment(db, base, row, linkage=None):
     url = f"{base}comments/{row[0]}"
     return {
         "type": "comments", "id": str(row[0]),
-        "attributes": {"body": row[1], "createdAt": row[4]},
+        "attributes": {"body": row[1], "createdAt": db.time(row[4])},
         "relationships": rels(url, ("article", "author"), linkage),
         "links": {"self": url},
     }
 
 
-def tag(base, row):
-    url = f"{base}tags/{row[0]}"
-    return {"type": "tags", "id": str(row[0]), "attributes": {"name": row[1]},
-            "relationships": rels(url, ("articles",)), "links": {"self": url}}
-
-
-def load_users(conn, ids):
-    if not ids:
+def users_in_order(db, base, ids):
+    """Included users in the order of first appearance (the reference service's order)."""
+    ordered = list(dict.fromkeys(ids))
+    if not ordered:
         return []
-    return conn.execute(select(*USER_COLUMNS).where(USERS.c.id.in_(ids)).order_by(USERS.c.id)).all()
+    by_id = {row[0]: row for row in db.rows("users", ids=ordered)}
+    return [user(db, base, by_id[i]) for i in ordered if i in by_id]
 
 
-def includes_for_articles(conn, base, rows, include):
-    """Linkage per article id and the included resources, one IN statement per include path."""
-    ids = [row[0] for row in rows]
+def paged_links(related, number, size, count):
+    last = max(1, math.ceil(count / size))
+
+    def link(n):
+        return f"{related}?page[number]={n}&page[size]={size}"
+
+    return {"first": link(1), "prev": link(number - 1) if number > 1 else None,
+            "next": link(number + 1) if number < last else None, "last": link(last)}
+
+
+def includes(db, base, rows, include, comments_size=None):
+    """Linkage per article id and the included resources: one statement per include path."""
+    ids = sorted(row[0] for row in rows)
     linkage = {row[0]: {} for row in rows}
     included = []
     if "author" in include:
         for row in rows:
             linkage[row[0]]["author"] = {"type": "users", "id": str(row[4])}
-        included.extend(user(base, u) for u in load_users(conn, list({row[4] for row in rows})))
+        by_article = {row[0]: row[4] for row in rows}
+        included += users_in_order(db, base, [by_article[i] for i in ids])
     if "comments" in include or "comments.author" in include:
-        for row in rows:
-            linkage[row[0]]["comments"] = []
-        comments = conn.execute(
-            select(*COMMENT_COLUMNS).where(COMMENTS.c.article_id.in_(ids)).order_by(COMMENTS.c.article_id, COMMENTS.c.id)
-        ).all() if ids else []
         with_author = "comments.author" in include
-        for c in comments:
-            linkage[c[2]]["comments"].append({"type": "comments", "id": str(c[0])})
-            cl = None
-            if with_author:
-                cl = {"author": None if c[3] is None else {"type": "users", "id": str(c[3])}}
-            included.append(comment(base, c, cl))
+        members = {i: [] for i in ids}
+        if comments_size is None:
+            found = db.rows("comments", ids=ids) if ids else []
+            counts = None
+        else:
+            found, counts = [], {}
+            for row in (db.rows("comments_paged", (1, comments_size), ids=ids) if ids else ()):
+                counts[row[2]] = row[6]
+                found.append(row)
+        for c in found:
+            members[c[2]].append({"type": "comments", "id": str(c[0])})
+            cl = {"author": None if c[3] is None else {"type": "users", "id": str(c[3])}} if with_author else None
+            included.append(comment(db, base, c, cl))
+        for i in ids:
+            if counts is None:
+                linkage[i]["comments"] = members[i]
+            else:
+                linkage[i]["comments"] = (paged_links(f"{base}articles/{i}/comments", 1, comments_size, counts.get(i, 0)),
+                                          counts.get(i, 0), members[i])
         if with_author:
-            included.extend(user(base, u) for u in load_users(conn, list({c[3] for c in comments if c[3] is not None})))
+            included += users_in_order(db, base, [c[3] for c in sorted(found) if c[3] is not None])
     if "tags" in include:
         for row in rows:
             linkage[row[0]]["tags"] = []
         seen = {}
-        if ids:
-            pairs = conn.execute(
-                select(ARTICLE_TAGS.c.article_id, TAGS.c.id, TAGS.c.name)
-                .join(TAGS, TAGS.c.id == ARTICLE_TAGS.c.tag_id)
-                .where(ARTICLE_TAGS.c.article_id.in_(ids))
-                .order_by(ARTICLE_TAGS.c.article_id, TAGS.c.id)
-            ).all()
-            for article_id, tag_id, name in pairs:
-                linkage[article_id]["tags"].append({"type": "tags", "id": str(tag_id)})
-                if tag_id not in seen:
-                    seen[tag_id] = tag(base, (tag_id, name))
-        included.extend(seen.values())
+        for article_id, tag_id, name in (db.rows("tags", ids=ids) if ids else ()):
+            linkage[article_id]["tags"].append({"type": "tags", "id": str(tag_id)})
+            if tag_id not in seen:
+                url = f"{base}tags/{tag_id}"
+                seen[tag_id] = {"type": "tags", "id": str(tag_id), "attributes": {"name": name},
+                                "relationships": rels(url, ("articles",)), "links": {"self": url}}
+        included += seen.values()
     return linkage, included
 
 
-def parse_include(request, allowed):
-    raw = request.GET.get("include")
-    if raw is None:
-        return None
-    paths = raw.split(",")
-    for path in paths:
-        if path not in allowed:
-            raise ValueError(path)
-    return set(paths)
+# -- answers --------------------------------------------------------------------------------------
+
+def respond(request, document, status=200, content_type=MEDIA):
+    body = orjson.dumps(document, option=OPTIONS)
+    match = request.environ.get("HTTP_IF_NONE_MATCH")
+    if match is not None and status == 200:  # the 304 scenario: the same strong tag as the service's
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        if etag in match:
+            return Response(status=304, headers={"ETag": etag})
+    response = Response(body=body, status=status, charset=None)
+    response.content_type = content_type
+    return response
+
+
+def error(request, status, detail, parameter=None):
+    err = {"status": str(status), "title": {400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+                                            415: "Unsupported Media Type", 422: "Unprocessable Entity"}[status],
+           "detail": detail}
+    if parameter:
+        err["source"] = {"parameter": parameter}
+    return respond(request, {"jsonapi": JSONAPI, "errors": [err]}, status)
+
+
+def base_url(environ):
+    host = environ.get("HTTP_HOST") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
+    scheme = environ["wsgi.url_scheme"]
+    if (scheme, host[-3:]) == ("http", ":80"):
+        host = host[:-3]
+    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
+
+
+def sign_payload(scope, payload):
+    mac = hmac.new(CURSOR_KEY, scope + b"\x00" + payload.encode(), hashlib.sha256).digest()[:16]
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def sign(scope, values):
+    payload = base64.urlsafe_b64encode(orjson.dumps({"k": values})).rstrip(b"=").decode()
+    return payload + "." + sign_payload(scope, payload)
+
+
+def unsign(scope, raw):
+    payload, _, signature = raw.partition(".")
+    if not hmac.compare_digest(signature, sign_payload(scope, payload)):
+        raise ValueError(raw)
+    return orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["k"]
 
 
 def list_articles(request):
-    engine = request.registry["engine"]
-    base = request.application_url + "/api/"
-    get = request.GET
+    db, environ = request.registry["db"], request.environ
+    root = base_url(environ)
+    base = root + "/api/"
+    query = environ.get("QUERY_STRING", "")
+    params = parse_qsl(query, keep_blank_values=True)
+    get = dict(params)
     try:
         size = int(get.get("page[size]", "20"))
         number = int(get.get("page[number]", "1"))
-        include = parse_include(request, {"author", "comments", "tags"})
+        include = set(get["include"].split(",")) if "include" in get else None
+        comments_size = int(get["page[comments][size]"]) if "page[comments][size]" in get else None
     except ValueError:
-        return error(400, "Bad Request", "bad query parameter")
-    if not 1 <= size <= 100 or number < 1:
-        return error(400, "Bad Request", "bad page parameter", "page[size]")
+        return error(request, 400, "bad query parameter")
+    if include is not None and not include <= {"author", "comments", "tags"}:
+        return error(request, 400, "bad include", "include")
     after = get.get("page[after]")
-    if after is None and "cursor-pagination" in request.headers.get("Accept", ""):
-        after = "0"  # the first page of a keyset walk
-    statement = select(*ARTICLE_COLUMNS).where(A.status == "published")
-    name = get.get("filter[author.name]")
-    if name is not None:
-        # An uncorrelated IN runs the users lookup once (SQLite answers it twice as fast as a
-        # JOIN or a correlated EXISTS here); the reference service writes the same SQL.
-        statement = statement.where(A.user_id.in_(select(USERS.c.id).where(USERS.c.name == name)))
-    sort = get.get("sort")
-    if sort == "-createdAt":
-        statement = statement.order_by(A.created_at.desc(), A.id)
+    cursor = after is not None or PROFILE in environ.get("HTTP_ACCEPT", "")
+    name, sort = get.get("filter[author.name]"), get.get("sort")
+    path = environ["PATH_INFO"]
+    if cursor:
+        if name is not None or sort is not None:
+            return error(request, 400, "not in the ceiling", "sort")
+        scope = f"{path}\n".encode()
+        try:
+            start = unsign(scope, after)[0] if after is not None else 0
+        except (ValueError, KeyError, IndexError):
+            return error(request, 400, "bad cursor", "page[after]")
+        rows = db.rows("after", (start, size + 1))
+    elif name is not None:
+        if sort != "-createdAt":
+            return error(request, 400, "not in the ceiling", "sort")
+        rows = db.rows("by_author", (name, size + 1, (number - 1) * size))
     elif sort is None:
-        statement = statement.order_by(A.id)
+        rows = db.rows("page", (size + 1, (number - 1) * size))
     else:
-        return error(400, "Bad Request", "unsupported sort", "sort")
-    if after is not None:
-        if sort is not None or not after.isdigit():
-            return error(400, "Bad Request", "bad cursor", "page[after]")
-        statement = statement.where(A.id > int(after)).limit(size + 1)
+        return error(request, 400, "not in the ceiling", "sort")
+    more = len(rows) > size
+    rows = rows[:size]
+    if include:
+        linkage, included = includes(db, base, rows, include, comments_size)
     else:
-        statement = statement.offset((number - 1) * size).limit(size + 1)
-    with engine.connect() as conn:
-        rows = conn.execute(statement).all()
-        has_next = len(rows) > size
-        rows = rows[:size]
-        if include:
-            linkage, included = includes_for_articles(conn, base, rows, include)
-            data = [article(base, row, linkage[row[0]]) for row in rows]
-        else:
-            data = [article(base, row) for row in rows]
-    path = request.path_url
-    if after is not None:
-        kept = [(k, v) for k, v in get.items() if k not in ("page[after]", "page[number]")]
-        links = {"self": request.url,
-                 "next": path + "?" + urlencode(kept + [("page[after]", str(rows[-1][0]))], quote_via=quote, safe="[],.-")
-                 if has_next else None}
+        linkage, included = {}, []
+    url = root + path
+    links = {"self": url + "?" + query if query else url}
+    if cursor:
+        cursors = [sign(scope, [row[0]]) for row in rows]
+        data = [article(db, base, row, linkage.get(row[0]), c) for row, c in zip(rows, cursors)]
+        kept = [(k, v) for k, v in params if k not in ("page[number]", "page[after]", "page[before]")]
+
+        def clink(extra):
+            return url + "?" + urlencode(kept + extra, quote_via=quote, safe="[],.-")
+
+        links["first"] = clink([])
+        links["prev"] = clink([("page[before]", cursors[0])]) if after is not None and rows else None
+        links["next"] = clink([("page[after]", cursors[-1])]) if more else None
+        content_type, jsonapi = CURSOR_MEDIA, JSONAPI_CURSOR
     else:
-        kept = [(k, v) for k, v in get.items() if k != "page[number]"]
+        data = [article(db, base, row, linkage.get(row[0])) for row in rows]
+        kept = [(k, v) for k, v in params if k != "page[number]"]
 
         def link(n):
-            return path + "?" + urlencode(kept + [("page[number]", str(n))], quote_via=quote, safe="[],.-")
+            return url + "?" + urlencode(kept + [("page[number]", str(n))], quote_via=quote, safe="[],.-")
 
-        links = {"self": request.url, "first": link(1), "prev": link(number - 1) if number > 1 else None,
-                 "next": link(number + 1) if has_next else None}
-    document = {"jsonapi": JSONAPI, "data": data}
+        links["first"] = link(1)
+        links["prev"] = link(number - 1) if number > 1 else None
+        links["next"] = link(number + 1) if more else None
+        content_type, jsonapi = MEDIA, JSONAPI
+    document = {"jsonapi": jsonapi, "data": data}
     if include is not None:
-        document["included"] = included if include else []
+        document["included"] = included
     document["links"] = links
-    return respond(document)
+    return respond(request, document, content_type=content_type)
 
 
 def show_article(request):
-    engine = request.registry["engine"]
-    base = request.application_url + "/api/"
+    db, environ = request.registry["db"], request.environ
+    root = base_url(environ)
+    base = root + "/api/"
     raw = request.matchdict["id"]
-    if not raw.isdigit():
-        return error(404, "Not Found", "no such article")
-    try:
-        include = parse_include(request, {"comments", "comments.author", "author", "tags"})
-    except ValueError:
-        return error(400, "Bad Request", "bad include", "include")
-    with engine.connect() as conn:
-        row = conn.execute(select(*ARTICLE_COLUMNS).where(A.id == int(raw), A.status == "published")).first()
-        if row is None:
-            return error(404, "Not Found", "no such article")
-        if include:
-            linkage, included = includes_for_articles(conn, base, [row], include)
-            data = article(base, row, linkage[row[0]])
-        else:
-            data, included = article(base, row), []
+    if not raw.isdigit() or raw != str(int(raw)):
+        return error(request, 404, "No resource at this URL.")
+    query = environ.get("QUERY_STRING", "")
+    get = dict(parse_qsl(query, keep_blank_values=True))
+    include = set(get["include"].split(",")) if "include" in get else None
+    if include is not None and not include <= {"comments", "comments.author", "author", "tags"}:
+        return error(request, 400, "bad include", "include")
+    rows = db.rows("one", (int(raw),))
+    if not rows:
+        return error(request, 404, "No resource at this URL.")
+    row = rows[0]
+    if include:
+        linkage, included = includes(db, base, [row], include)
+        data = article(db, base, row, linkage[row[0]])
+    else:
+        data, included = article(db, base, row), []
     document = {"jsonapi": JSONAPI, "data": data}
     if include is not None:
         document["included"] = included
-    document["links"] = {"self": request.url}
-    return respond(document)
+    url = root + environ["PATH_INFO"]
+    document["links"] = {"self": url + "?" + query if query else url}
+    return respond(request, document)
 
 
 def create_article(request):
-    engine = request.registry["engine"]
-    base = request.application_url + "/api/"
-    if request.content_type != MEDIA:
-        return error(415, "Unsupported Media Type", "use application/vnd.api+json")
-    auth = request.headers.get("Authorization", "")
+    db, environ = request.registry["db"], request.environ
+    base = base_url(environ) + "/api/"
+    if environ.get("CONTENT_TYPE") != MEDIA:
+        return error(request, 415, "use application/vnd.api+json")
+    auth = environ.get("HTTP_AUTHORIZATION", "")
     if not auth.startswith("Bearer "):
-        return error(401, "Unauthorized", "a bearer token is needed")
+        return error(request, 401, "a bearer token is needed")
     try:
-        body = orjson.loads(request.body)
-        data = body["data"]
+        data = orjson.loads(request.body)["data"]
         attributes = data.get("attributes", {})
         title = attributes["title"]
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-        return error(400, "Bad Request", "malformed document")
-    if data.get("type") != "articles":
-        return error(422, "Validation Error", "wrong type")
-    if not isinstance(title, str) or not 0 < len(title) <= 255:
-        return error(422, "Validation Error", "title is required")
+        return error(request, 400, "malformed document")
     status = attributes.get("status", "draft")
-    if status not in ("draft", "published"):
-        return error(422, "Validation Error", "bad status")
-    secret_hash = hashlib.sha256(auth[7:].encode()).hexdigest()
+    if data.get("type") != "articles" or not isinstance(title, str) or not 0 < len(title) <= 255 \
+            or status not in ("draft", "published"):
+        return error(request, 422, "invalid article")
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    with engine.begin() as conn:
-        owner = conn.execute(
-            select(TOKENS.c.user_id).join(USERS, USERS.c.id == TOKENS.c.user_id)
-            .where(TOKENS.c.secret_hash == secret_hash, TOKENS.c.expires_at > now, USERS.c.active.is_(True))
-        ).first()
-        if owner is None:
-            return error(401, "Unauthorized", "bad token")
-        row = conn.execute(
-            insert(ARTICLES).values(title=title, body=attributes.get("body"), status=status, user_id=owner[0],
-                                    created_at=now, updated_at=now).returning(*ARTICLE_COLUMNS)
-        ).first()
-    resource = article(base, row)
-    return respond({"jsonapi": JSONAPI, "data": resource, "links": {"self": resource["links"]["self"]}}, 201,
-                   {"Location": resource["links"]["self"]})
+    stamp = now.isoformat(" ") if db.sqlite else now
+    conn = db.connection()
+    owner = db.rows("token", (hashlib.sha256(auth[7:].encode()).hexdigest(), stamp))
+    if not owner:
+        return error(request, 401, "bad token")
+    row = db.rows("insert", (title, attributes.get("body"), status, owner[0][0], stamp, stamp))[0]
+    if db.sqlite:
+        conn.commit()
+    resource = article(db, base, row)
+    response = respond(request, {"jsonapi": JSONAPI, "data": resource, "links": {"self": resource["links"]["self"]}}, 201)
+    response.headers["Location"] = resource["links"]["self"]
+    return response
 
 
 def make_app(url: str):
-    """The WSGI app and its engine."""
-    engine = create_engine(url)
-    if engine.dialect.name == "sqlite":
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_connection, _record):
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.close()
-
+    """The WSGI app and its statement counter."""
+    counter = Counter()
     with Configurator() as config:
-        config.registry["engine"] = engine
+        config.registry["db"] = Database(url, counter)
         config.add_route("articles", "/api/articles")
         config.add_route("article", "/api/articles/{id}")
         config.add_view(list_articles, route_name="articles", request_method="GET")
         config.add_view(create_article, route_name="articles", request_method="POST")
         config.add_view(show_article, route_name="article", request_method="GET")
-    return config.make_wsgi_app(), engine
+    return config.make_wsgi_app(), counter

@@ -1,8 +1,10 @@
 """Bench-only WSGI wrapper: counts SQL statements and requests, exposes them at ``/__bench__/stats``.
 
-It installs a ``before_cursor_execute`` listener on the application's engine (SQLAlchemy 1.4 and
-2.x alike), so the application under test is not changed. Transaction control statements
-(BEGIN/COMMIT/ROLLBACK/SAVEPOINT) are not counted, as in the test suite's ``count_statements``.
+``Counting(app, source)``: ``source`` is a SQLAlchemy engine (a ``before_cursor_execute`` listener
+is installed on it, SQLAlchemy 1.4 and 2.x alike, so the application under test is not changed;
+transaction control statements, BEGIN/COMMIT/ROLLBACK/SAVEPOINT, are not counted, as in the test
+suite's ``count_statements``) or an object with a ``statements`` attribute the application keeps
+itself (bench/ceiling.py, bench/floor.py: they run SQL without SQLAlchemy).
 ``/__bench__/reset`` sets both counters to zero. Counts are exact when requests arrive one at a
 time (the runner's probe phase); under concurrency they are only approximate and are not used.
 """
@@ -10,21 +12,36 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import event
-
 _CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")
 
 
 class Counting:
-    def __init__(self, app, engine):
+    def __init__(self, app, source):
         self.app = app
-        self.statements = 0
         self.requests = 0
-        event.listen(engine, "before_cursor_execute", self._record)
+        self._statements = 0
+        self._counter = None
+        if hasattr(source, "dispatch"):  # an engine
+            from sqlalchemy import event
+
+            event.listen(source, "before_cursor_execute", self._record)
+        else:
+            self._counter = source
+
+    @property
+    def statements(self) -> int:
+        return self._counter.statements if self._counter is not None else self._statements
+
+    @statements.setter
+    def statements(self, value: int) -> None:
+        if self._counter is not None:
+            self._counter.statements = value
+        else:
+            self._statements = value
 
     def _record(self, conn, cursor, statement, parameters, context, executemany):
         if not statement.lstrip()[:9].upper().startswith(_CONTROL):
-            self.statements += 1
+            self._statements += 1
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")

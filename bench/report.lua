@@ -11,6 +11,8 @@ local content_type = os.getenv("BENCH_CONTENT_TYPE")
 if content_type then wrk.headers["Content-Type"] = content_type end
 local auth = os.getenv("BENCH_AUTH")
 if auth then wrk.headers["Authorization"] = auth end
+local if_none_match = os.getenv("BENCH_IF_NONE_MATCH")
+if if_none_match then wrk.headers["If-None-Match"] = if_none_match end
 
 function done(summary, latency, requests)
   local e = summary.errors

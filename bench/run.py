@@ -1,63 +1,91 @@
-"""``make bench``: seed, serve three applications, drive them with wrk, write bench/RESULTS.md.
+"""``make bench``: seed, serve, check, drive with wrk, count calls, write bench/RESULTS.md (one run,
+about 13 minutes on an idle 2-core machine; bench/report.py writes the file).
 
-Applications (same data, same scenarios, same run, so the ratios hold on a noisy machine):
+Applications (same data, same scenarios, interleaved run by run, so the ratios hold on a noisy
+machine; bench/apps.py builds them, bench/serve.py serves one under waitress):
 
-* ``ours``    the reference service (jsonapi_blog on jsonapi_pyramid);
-* ``ceiling`` bench/ceiling.py: plain Pyramid views, SQLAlchemy Core, orjson;
-* ``peer``    pyramid-jsonapi 2.2.13 in bench/.peer-venv (bench/peer_app.py).
+* ``ours``        the reference service (jsonapi_blog on jsonapi_pyramid);
+* ``ours-noetag`` the same with ``jsonapi.etags = false`` (S1-S4 only: the ETag's cost);
+* ``ceiling``     bench/ceiling.py, the lean ceiling (byte-identical documents, checked first);
+* ``floor``       bench/floor.py, the same Pyramid serving a constant body of ours' answer's size;
+* ``peer``        pyramid-jsonapi 2.2.13 in bench/.peer-venv (only with BENCH_PEER=1);
+* ``before``      ours from the working tree with BENCH_BEFORE's commits reverted (optional).
 
-For each scenario and application: a probe (sequential requests that check the status, count the
-SQL statements per request through bench/counting.py and measure the body size), then wrk at 1
-and 8 connections, three runs each (median requests/s; p50/p99 of the median run), with the
-server's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the scenario).
+Phases: (1) seed SQLite (``initdb --demo --scale``), start the servers; (2) check: per scenario a
+probe (sequential requests: status, statements per request, body size) and the ceiling's body
+compared with ours (bench/selfcheck.py's rule); (3) wrk at 1 and 8 connections, RUNS runs per cell,
+apps interleaved; peak RSS per scenario; (4) bench/calls.py in a subprocess (calls, statements,
+CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in one request against
+100 requests); (6) PostgreSQL: N processes on N ports (bench/processes.py); (7) RESULTS.md.
 
-Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 4), BENCH_RUNS (3),
-BENCH_CONNECTIONS ("1,8"), BENCH_APPS ("ours,ceiling,peer"), BENCH_SCENARIOS (all),
-BENCH_DATABASE_URL (a PostgreSQL database that is WIPED and seeded instead of SQLite),
-BENCH_OUT (bench/out), BENCH_RESULTS (bench/RESULTS.md), BENCH_BEFORE (commits, comma-separated:
-adds an app ``before``, the working tree's library with those commits' changes taken back out, for
-a before/after comparison of optimisation commits on the read scenarios).
+Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 3), BENCH_RUNS (3),
+BENCH_CONNECTIONS ("1,8"), BENCH_SCENARIOS (all), BENCH_APPS ("ours,ceiling,floor"), BENCH_PEER
+(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_ETAG_CONNECTIONS ("1": the
+connection counts ``ours-noetag`` runs at), BENCH_BEFORE (commits),
+BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, instead of SQLite),
+BENCH_PROCESSES ("1,2"; "0" skips the phase), BENCH_PROCESS_SCENARIOS ("S1,S3"), BENCH_PG_URL (the
+server for that phase: a database ``jsonapi_bench`` is made there and dropped;
+postgresql+psycopg://postgres@127.0.0.1:5432/postgres), BENCH_ATOMIC (0 skips), BENCH_CALLS (0
+skips), BENCH_BUDGET (minutes, 14: durations are shortened to fit), BENCH_OUT (bench/out),
+BENCH_RESULTS (bench/RESULTS.md).
 """
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import json
 import os
 import pathlib
-import platform
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 VENV_BIN = pathlib.Path(sys.executable).parent
 PEER_PYTHON = HERE / ".peer-venv" / "bin" / "python"
 OUT = pathlib.Path(os.environ.get("BENCH_OUT", HERE / "out"))
 RESULTS = pathlib.Path(os.environ.get("BENCH_RESULTS", HERE / "RESULTS.md"))
 SCALE = int(os.environ.get("BENCH_SCALE", "10000"))
-DURATION = int(os.environ.get("BENCH_DURATION", "4"))
+DURATION = int(os.environ.get("BENCH_DURATION", "3"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CONNECTIONS = [int(c) for c in os.environ.get("BENCH_CONNECTIONS", "1,8").split(",")]
-APPS = os.environ.get("BENCH_APPS", "ours,ceiling,peer").split(",")
+APPS = os.environ.get("BENCH_APPS", "ours,ceiling,floor").split(",")
 PG_URL = os.environ.get("BENCH_DATABASE_URL")
 BEFORE = os.environ.get("BENCH_BEFORE")
+PROCESSES = [int(n) for n in os.environ.get("BENCH_PROCESSES", "1,2").split(",") if int(n) > 0]
+PROCESS_SCENARIOS = os.environ.get("BENCH_PROCESS_SCENARIOS", "S1,S3").split(",")
+PG_SERVER = os.environ.get("BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+BUDGET_S = float(os.environ.get("BENCH_BUDGET", "14")) * 60
+if os.environ.get("BENCH_PEER") == "1" and "peer" not in APPS:
+    APPS.append("peer")
+if os.environ.get("BENCH_ETAG", "1") == "1" and "ours" in APPS and "ours-noetag" not in APPS:
+    APPS.insert(APPS.index("ours") + 1, "ours-noetag")
 if BEFORE and "before" not in APPS:
     APPS.insert(1, "before")
 #: Scenarios the ``before`` app runs (the read path that the optimisations touch).
 BEFORE_SCENARIOS = ("S1", "S2", "S2m", "S3", "S4")
 PROBES = 5
-MEDIA = "application/vnd.api+json"
-TOKEN_SECRET = "bench-secret-token-for-the-ceiling"
-#: The first page of a cursor walk asks for the cursor pagination profile (jsonapi_pyramid/pagination.py).
-CURSOR_ACCEPT = f'{MEDIA}; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
+
+from scenarios import (  # noqa: E402 - bench/ is not a package
+    ETAG_SCENARIOS,
+    MEDIA,
+    SCENARIOS,
+    TOKEN_SECRET,
+    HttpClient,
+    Unavailable,
+    build,
+    floor_request,
+    now_iso,
+)
 
 
 def log(message: str) -> None:
@@ -71,15 +99,17 @@ def ensure_wrk() -> str:
     if found:
         return found
     log("wrk not found: installing it from the system's packages (apt-get install -y wrk)")
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     if subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", "wrk"]).returncode != 0:
-        subprocess.run(sudo + ["apt-get", "update", "-qq"], check=True)
-        subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", "wrk"], check=True)
-    return shutil.which("wrk") or sys.exit("wrk could not be installed")
+        subprocess.run(sudo + ["apt-get", "update", "-qq"])
+        subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", "wrk"])
+    return shutil.which("wrk") or sys.exit(
+        "make bench needs wrk (HTTP load generator) and could not install it: run `sudo apt-get install wrk` "
+        "(Debian/Ubuntu) or put a wrk binary on PATH, then run make bench again")
 
 
 def ensure_peer() -> str | None:
-    """bench/.peer-venv with pyramid-jsonapi 2.2.13; None (with the reason logged) when it fails."""
+    """bench/.peer-venv with pyramid-jsonapi 2.2.13; the reason when it fails, else None."""
     if PEER_PYTHON.exists() and subprocess.run([str(PEER_PYTHON), "-c", "import pyramid_jsonapi"],
                                                capture_output=True).returncode == 0:
         return None
@@ -92,44 +122,52 @@ def ensure_peer() -> str | None:
          "SQLAlchemy>=1.4,<2", "psycopg2-binary", "waitress"],
     ]
     for step in steps:
-        result = subprocess.run(step, capture_output=True, text=True)
+        result = subprocess.run(step, capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             return f"install failed: {' '.join(step[-3:])}: {result.stderr.strip()[-300:]}"
     return None
 
 
-def seed() -> str:
-    """A fresh database with the demo accounts and ``--scale SCALE`` articles; returns its URL."""
+def bench_ini() -> pathlib.Path:
     OUT.mkdir(parents=True, exist_ok=True)
     ini = OUT / "bench.ini"
     ini.write_text("[app:main]\nuse = egg:jsonapi_blog\n\n[loggers]\nkeys = root\n\n[handlers]\nkeys = console\n\n"
                    "[formatters]\nkeys = generic\n\n[logger_root]\nlevel = WARN\nhandlers = console\n\n"
                    "[handler_console]\nclass = StreamHandler\nargs = (sys.stderr,)\nlevel = NOTSET\nformatter = generic\n\n"
                    "[formatter_generic]\nformat = %(levelname)s %(message)s\n")
-    if PG_URL:
-        url = PG_URL
-        from sqlalchemy import create_engine, text
+    return ini
 
-        engine = create_engine(url)
-        with engine.begin() as conn:  # a bench database: wiped
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-        engine.dispose()
+
+def wipe_postgresql(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:  # a bench database: wiped
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def seed(url: str | None = None) -> str:
+    """A fresh database with the demo accounts and ``--scale SCALE`` articles; returns its URL."""
+    ini = bench_ini()
+    url = url or PG_URL
+    if url:
+        wipe_postgresql(url)
     else:
         path = OUT / "seed.sqlite"
         path.unlink(missing_ok=True)
         url = f"sqlite:///{path}"
     started = time.monotonic()
-    env = {**os.environ, "DATABASE_URL": url}
     subprocess.run([str(VENV_BIN / "jsonapi-pyramid-initdb"), str(ini), "--demo", "--scale", str(SCALE)],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    log(f"seeded {SCALE} articles in {time.monotonic() - started:.1f}s")
+                   env={**os.environ, "DATABASE_URL": url}, check=True, stdout=subprocess.DEVNULL, timeout=900)
+    log(f"seeded {SCALE} articles in {time.monotonic() - started:.1f}s ({url.split('@')[-1]})")
     return url
 
 
 def app_database(seed_url: str, app: str) -> str:
     """SQLite: a copy of the seeded file per application (writes of S5 stay apart)."""
-    if PG_URL:
+    if not seed_url.startswith("sqlite"):
         return seed_url
     path = OUT / f"{app}.sqlite"
     shutil.copyfile(OUT / "seed.sqlite", path)
@@ -155,7 +193,7 @@ def facts(url: str) -> dict:
 
 
 def add_ceiling_token(url: str, user_id: int) -> None:
-    """The ceiling has no token endpoint: its database copy gets a token row directly."""
+    """The ceiling has no token endpoint: its database gets a token row directly."""
     import hashlib
 
     from sqlalchemy import create_engine, text
@@ -186,8 +224,6 @@ def before_tree() -> pathlib.Path:
         diff = subprocess.run(["git", "show", "--format=", commit, "--", "jsonapi_pyramid", "jsonapi_blog"],
                               capture_output=True, text=True, cwd=ROOT, check=True).stdout
         # Not "git apply" inside the tree: within a repository it ignores paths outside the cwd.
-        # A hunk that no longer applies (a line others changed since, e.g. an import list) is
-        # dropped and reported; the rest is taken back out.
         result = subprocess.run(["patch", "-R", "-p1", "-f", "-s", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree)],
                                 input=diff, text=True, capture_output=True)
         if result.returncode != 0:
@@ -195,14 +231,23 @@ def before_tree() -> pathlib.Path:
     return tree
 
 
+#: Every server started, stopped at exit whatever happens (atexit, SIGTERM, SIGINT).
+LIVE: list = []
+
+
+def stop_all() -> None:
+    for server in list(LIVE):
+        server.stop()
+
+
 class Server:
-    def __init__(self, app: str, url: str):
-        self.app, self.url = app, url
+    def __init__(self, app: str, url: str, label: str | None = None):
+        self.app, self.url, self.label = app, url, label or app
         self.start()
 
     def restart(self) -> None:
-        """A server still working through a backlog of abandoned requests is replaced."""
-        log(f"{self.app}: restarting (still busy with queued requests)")
+        """A server that died or is still working through a backlog of abandoned requests is replaced."""
+        log(f"{self.label}: restarting")
         self.stop()
         self.start()
 
@@ -210,26 +255,37 @@ class Server:
         app, url = self.app, self.url
         self.port = free_port()
         python = str(PEER_PYTHON) if app == "peer" else sys.executable
-        self.log_path = OUT / f"{app}.log"
+        self.log_path = OUT / f"{self.label}.log"
         env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
         env["PYTHONPATH"] = str(before_tree()) if app == "before" else str(ROOT)
+        env["PYTHONWARNINGS"] = "ignore"
         self.process = subprocess.Popen([python, str(HERE / "serve.py"), app, str(self.port), url],
-                                        stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
+                                        stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env, cwd=str(ROOT),
+                                        start_new_session=True)
+        LIVE.append(self)
         self.base = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
+        self.client = HttpClient(self.base)
+        deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"{app} exited: {self.log_path.read_text()[-2000:]}")
+                raise RuntimeError(f"{self.label} exited: {self.log_path.read_text()[-2000:]}")
             try:
-                self.stats()
+                self.stats(timeout=5)
                 return
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"{app} did not start in 60 s")
+        raise RuntimeError(f"{self.label} did not start in 90 s")
 
     def stats(self, reset: bool = False, timeout: float = 300) -> dict:
         with urllib.request.urlopen(f"{self.base}/__bench__/{'reset' if reset else 'stats'}", timeout=timeout) as r:
             return json.loads(r.read())
+
+    def alive(self) -> bool:
+        try:
+            self.stats(timeout=20)
+            return True
+        except OSError:
+            return False
 
     def reset_peak(self) -> None:
         try:
@@ -237,192 +293,71 @@ class Server:
         except OSError:
             pass  # not Linux or not permitted: the peak then covers the whole run so far
 
-    def peak_kib(self) -> int | None:
+    def peak_mib(self) -> float | None:
         try:
             status = pathlib.Path(f"/proc/{self.process.pid}/status").read_text()
         except OSError:
             return None
         match = re.search(r"VmHWM:\s+(\d+) kB", status)
-        return int(match.group(1)) if match else None
+        return round(int(match.group(1)) / 1024, 1) if match else None
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-def http(method: str, url: str, body: bytes | None = None, headers: dict | None = None):
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-# -- scenarios -------------------------------------------------------------------------------------
-
-class Request:
-    def __init__(self, path: str, method: str = "GET", body: bytes | None = None, headers: dict | None = None,
-                 expect: int = 200, note: str = ""):
-        self.path, self.method, self.body, self.headers, self.expect, self.note = path, method, body, headers or {}, expect, note
-
-
-class Unavailable(Exception):
-    """A scenario the application cannot answer (the reason is reported)."""
-
-
-def q(**params) -> str:
-    return urllib.parse.urlencode(params, quote_via=urllib.parse.quote, safe="[],.:-")
-
-
-SCENARIOS = {
-    "S1": "GET /api/articles?page[size]=50",
-    "S2": "GET /api/articles?page[size]=50&include=author,comments,tags",
-    "S2m": "GET /api/articles?page[size]=100&include=author,comments,tags (memory target)",
-    "S3": "GET /api/articles/<id>?include=comments.author",
-    "S4": "GET /api/articles?filter[author.name]=<name>&sort=-createdAt&page[size]=20",
-    "S5": "POST /api/articles, authenticated",
-    "S6n": "GET /api/articles?page[number]=200&page[size]=20",
-    "S6c": "GET /api/articles?page[after]=<cursor of page 199>&page[size]=20",
-    "S7u": "GET /api/articles?page[size]=50&include=comments (every comment of each article)",
-    "S7p": "GET /api/articles?page[size]=50&include=comments&page[comments][size]=3 (paged, counted include)",
-}
-
-
-def peer_query(**params) -> str:
-    # The reference service hides drafts from anonymous callers: the peer gets the same rows by filter.
-    return q(**{"filter[status:eq]": "published", **params})
-
-
-def build_request(app: str, scenario: str, server: Server, f: dict, context: dict) -> Request:
-    app = "ours" if app == "before" else app
-    if scenario in ("S1", "S2", "S2m"):
-        size = "100" if scenario == "S2m" else "50"
-        extra = {} if scenario == "S1" else {"include": "author,comments,tags"}
-        if app == "peer":
-            return Request("/api/articles?" + peer_query(**{"page[limit]": size}, **extra))
-        return Request("/api/articles?" + q(**{"page[size]": size}, **extra))
-    if scenario == "S3":
-        if app == "peer":
-            return Request(f"/api/articles/{f['article']}?" + q(include="comments.author"),
-                           note="the article is published; the peer applies no visibility rule")
-        return Request(f"/api/articles/{f['article']}?" + q(include="comments.author"))
-    if scenario == "S4":
-        if app == "peer":
-            return Request("/api/articles?" + peer_query(**{"filter[author.name:eq]": f["author"], "sort": "-created_at",
-                                                            "page[limit]": "20"}))
-        return Request("/api/articles?" + q(**{"filter[author.name]": f["author"], "sort": "-createdAt", "page[size]": "20"}))
-    if scenario == "S5":
-        return post_request(app, server, f)
-    if scenario == "S6n":
-        if app == "peer":
-            return Request("/api/articles?" + peer_query(**{"page[offset]": "3980", "page[limit]": "20"}))
-        return Request("/api/articles?" + q(**{"page[number]": "200", "page[size]": "20"}))
-    if scenario == "S6c":
-        if app == "peer":
-            raise Unavailable("pyramid-jsonapi has no cursor pagination")
-        return cursor_request(server, context)
-    if scenario in ("S7u", "S7p"):
-        if app != "ours":
-            raise Unavailable("only the reference service pages includes (S7u is S7p's baseline)")
-        paged = {"page[comments][size]": "3"} if scenario == "S7p" else {}
-        return Request("/api/articles?" + q(**{"page[size]": "50", "include": "comments"}, **paged))
-    raise AssertionError(scenario)
-
-
-def post_request(app: str, server: Server, f: dict) -> Request:
-    body = {"data": {"type": "articles", "attributes": {"title": "A benchmark article", "body": "Written by wrk.",
-                                                        "status": "published"}}}
-    headers = {"Content-Type": MEDIA, "Accept": MEDIA}
-    if app == "peer":
-        # No authentication layer is configured for the peer; it needs the author as a relationship.
-        body["data"]["relationships"] = {"author": {"data": {"type": "users", "id": str(f["user_id"])}}}
-        return Request("/api/articles", "POST", json.dumps(body).encode(), headers, 201,
-                       note="unauthenticated (no auth configured for the peer)")
-    if app == "ceiling":
-        secret = TOKEN_SECRET
-    else:
-        status, raw = http("POST", server.base + "/api/tokens", json.dumps(
-            {"data": {"type": "tokens", "attributes": {"email": f["email"], "password": "scale-password"}}}).encode(),
-            {"Content-Type": MEDIA, "Accept": MEDIA})
-        if status != 201:
-            raise Unavailable(f"POST /api/tokens answered {status} (bearer tokens not available yet)")
-        secret = json.loads(raw)["data"]["attributes"]["token"]
-    headers["Authorization"] = f"Bearer {secret}"
-    return Request("/api/articles", "POST", json.dumps(body).encode(), headers, 201)
-
-
-def cursor_request(server: Server, context: dict) -> Request:
-    """Walk ``links.next`` from page 1 to page 200 (timed), then benchmark the request of page 200."""
-    first = server.base + "/api/articles?" + q(**{"page[size]": "20"})
-    status, raw = http("GET", first, headers={"Accept": CURSOR_ACCEPT})
-    next_url = json.loads(raw).get("links", {}).get("next") if status == 200 else None
-    if not next_url or "after" not in urllib.parse.unquote(next_url):
-        raise Unavailable(f"no page[after] in links.next of the first page asked for with the cursor profile "
-                          f"(status {status}; cursor pagination not available yet)")
-    started = time.monotonic()
-    url = first
-    for _ in range(199):
-        status, raw = http("GET", url, headers={"Accept": CURSOR_ACCEPT})
-        if status != 200:
-            raise Unavailable(f"cursor walk failed with {status}")
-        url = json.loads(raw)["links"]["next"]
-        if not url:
-            raise Unavailable("cursor walk ended before page 200")
-    context["walk_s"] = time.monotonic() - started
-    parsed = urllib.parse.urlsplit(url)
-    return Request(parsed.path + "?" + parsed.query, note=f"walk of 200 pages: {context['walk_s']:.2f}s")
-
-
-def walk_by_number(server: Server, app: str) -> float:
-    """The same 200-page walk with page numbers (offsets), for comparison with the cursor walk."""
-    started = time.monotonic()
-    for number in range(1, 201):
-        if app == "peer":
-            path = "/api/articles?" + peer_query(**{"page[offset]": str((number - 1) * 20), "page[limit]": "20"})
-        else:
-            path = "/api/articles?" + q(**{"page[number]": str(number), "page[size]": "20"})
-        http("GET", server.base + path, headers={"Accept": MEDIA})
-    return time.monotonic() - started
+        if self in LIVE:
+            LIVE.remove(self)
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(10)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.process.wait(10)
 
 
 # -- measuring -------------------------------------------------------------------------------------
 
-def probe(server: Server, request: Request) -> dict:
+def probe(server: Server, request) -> dict:
+    """Sequential requests: status, statements per request, body size; the last body is kept."""
     server.stats(reset=True)
-    sizes = []
+    sizes, body = [], b""
     started = time.monotonic()
     for index in range(PROBES):
         if index >= 2 and time.monotonic() - started > 20:
             break  # a very slow app (the peer's large includes): two requests give the count
-        status, raw = http(request.method, server.base + request.path, request.body, {"Accept": MEDIA, **request.headers})
+        status, _headers, body = server.client.request(request.method, request.path, request.body,
+                                                       {"Accept": MEDIA, **request.headers})
         if status != request.expect:
-            raise Unavailable(f"answered {status} instead of {request.expect}: {raw[:200]!r}")
-        sizes.append(len(raw))
+            raise Unavailable(f"answered {status} instead of {request.expect}: {body[:200]!r}")
+        sizes.append(len(body))
     counts = server.stats()
-    return {"statements": counts["statements"] / max(1, counts["requests"]), "bytes": int(statistics.median(sizes))}
+    return {"statements": counts["statements"] / max(1, counts["requests"]), "bytes": int(statistics.median(sizes)),
+            "status": request.expect, "body": body}
 
 
-def wrk(binary: str, server: Server, request: Request, connections: int) -> dict:
+def wrk(binary: str, server: Server, request, connections: int, duration: int) -> dict:
     env = {**os.environ, "BENCH_METHOD": request.method}
     if request.body is not None:
-        body_file = OUT / "body.json"
+        body_file = OUT / f"body-{server.label}.json"
         body_file.write_bytes(request.body)
         env["BENCH_BODY_FILE"] = str(body_file)
     for key, value in request.headers.items():
-        if key == "Content-Type":
-            env["BENCH_CONTENT_TYPE"] = value
-        elif key == "Authorization":
-            env["BENCH_AUTH"] = value
-    command = [binary, "-t1", f"-c{connections}", f"-d{DURATION}s", "--timeout", "30s", "--latency",
+        env_key = {"Content-Type": "BENCH_CONTENT_TYPE", "Authorization": "BENCH_AUTH",
+                   "If-None-Match": "BENCH_IF_NONE_MATCH"}.get(key)
+        if env_key:
+            env[env_key] = value
+    command = [binary, "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "30s", "--latency",
                "-s", str(HERE / "report.lua"), server.base + request.path]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=DURATION + 60)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=duration + 60)
+    except subprocess.TimeoutExpired:
+        log(f"wrk on {server.label} did not finish: counted as a failed run")
+        return {"requests": 0, "rps": 0.0, "errors": 1, "p50_us": 0, "p99_us": 0, "duration_us": duration * 1e6}
     match = re.search(r"^BENCH-JSON (.*)$", result.stdout, re.M)
     if not match:
-        raise RuntimeError(f"wrk failed: {result.stdout}\n{result.stderr}")
+        log(f"wrk on {server.label} failed (counted as a failed run): {result.stdout[-500:]} {result.stderr[-500:]}")
+        return {"requests": 0, "rps": 0.0, "errors": 1, "p50_us": 0, "p99_us": 0, "duration_us": duration * 1e6}
     data = json.loads(match.group(1))
     data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
     data["errors"] = sum(data[k] for k in ("status_errors", "connect_errors", "read_errors", "write_errors", "timeouts"))
@@ -437,148 +372,194 @@ def median_run(runs: list[dict]) -> dict:
     return middle
 
 
-# -- report ----------------------------------------------------------------------------------------
-
-def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem_kib = int(re.search(r"MemTotal:\s+(\d+)", pathlib.Path("/proc/meminfo").read_text()).group(1))
-    except (OSError, AttributeError):
-        mem_kib = 0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "jsonapi_pyramid", "jsonapi_blog"],
-                           capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()
-    return {"nproc": os.cpu_count(), "memory_gib": round(mem_kib / 1024 / 1024, 1), "cpu": cpu,
-            "python": platform.python_version(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "commit": commit + (" (with uncommitted library changes)" if dirty else ""),
-            "wrk": wrk_version[0] if wrk_version else "wrk", "load": os.getloadavg()}
+#: Connection counts ``ours-noetag`` runs at (the ETag's cost is a CPU cost: one connection shows it).
+ETAG_CONNECTIONS = [int(c) for c in os.environ.get("BENCH_ETAG_CONNECTIONS", "1").split(",")]
 
 
-def fmt_ms(us) -> str:
-    return f"{us / 1000:.1f}"
+def apps_for(scenario: str, conns: int | None = None) -> list[str]:
+    """The apps that run ``scenario`` (at ``conns`` connections, when given)."""
+    apps = [a for a in APPS if not (a == "ours-noetag" and (scenario not in ETAG_SCENARIOS
+                                                             or (conns is not None and conns not in ETAG_CONNECTIONS)))]
+    return [a for a in apps if not (a == "before" and scenario not in BEFORE_SCENARIOS)]
 
 
-def ratio(a, b) -> str:
-    return f"{a / b:.2f}" if a and b else "—"
+def plan_duration(scenarios: list[str]) -> int:
+    """DURATION, shortened (not below 1 s) when the wrk runs would not fit the budget."""
+    cells = sum(len(apps_for(s, c)) for s in scenarios for c in CONNECTIONS) * RUNS
+    # Measured on this 2-core machine: seeding, start-up, checks and walks ~20 s, calls.py ~15-30 s,
+    # the atomic comparison ~10 s, the PostgreSQL seed and servers ~25 s; wrk adds ~0.1 s to a run.
+    fixed = 30 + (25 if PROCESSES else 0) + (20 if os.environ.get("BENCH_CALLS", "1") == "1" else 0)
+    process_runs = len(PROCESS_SCENARIOS) * len(PROCESSES) * RUNS if PROCESSES else 0
+    duration = DURATION
+    while duration > 1 and fixed + (cells + process_runs) * (duration + 0.1) > BUDGET_S:
+        duration -= 1
+    log(f"plan: {cells} wrk runs of {duration} s + {process_runs} process runs, about "
+        f"{(fixed + (cells + process_runs) * (duration + 0.1)) / 60:.1f} min in all")
+    return duration
 
 
-def write_results(results: dict, notes: dict, info: dict, extra: dict, elapsed: float) -> None:
-    database = "PostgreSQL (BENCH_DATABASE_URL)" if PG_URL else "SQLite file"
-    lines = [
-        "# Benchmark results",
-        "",
-        "Written by `make bench` (bench/run.py); how to read it: README.md, section Benchmarks.",
-        "",
-        f"- date: {info['date']}; commit: `{info['commit']}`",
-        f"- machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}; {info['wrk']}",
-        f"- load average at the end: {', '.join(f'{x:.2f}' for x in info['load'])} "
-        "(other work on the machine makes the absolute numbers noisy; the ratios come from the same run)",
-        f"- data: `jsonapi-pyramid-initdb --demo --scale {SCALE}` on a {database}; "
-        f"waitress, {os.environ.get('BENCH_THREADS', '4')} threads, 127.0.0.1",
-        f"- wrk: 1 thread, {DURATION} s per run, {RUNS} runs per cell; rps = median run; p50/p99 from that run (ms)",
-        f"- statements/request: {PROBES} sequential requests counted by a SQLAlchemy event listener (bench/counting.py)",
-        "- peak RSS: the server's VmHWM over the scenario (all its runs), reset before it (MiB)",
-        f"- total time of the run: {elapsed / 60:.1f} min",
-        "",
-        "## Scenarios",
-        "",
-    ]
-    for key, text in SCENARIOS.items():
-        lines.append(f"- **{key}** `{text}`")
-    lines += ["", "## Results", "",
-              "| scenario | app | conns | rps (median of 3) | p50 ms | p99 ms | stmts/req | body KiB | peak RSS MiB "
-              "| rps / ceiling | rps / peer | errors |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for scenario in SCENARIOS:
-        for app in APPS:
-            note = notes.get((scenario, app))
-            cell = results.get((scenario, app))
-            if cell is None and app == "before":
+def check_and_probe(servers: dict, scenarios: list[str], f: dict, results: dict, notes: dict, identity: dict,
+                    walks: dict) -> dict:
+    """Phase 2: every scenario's request per app, probed; the ceiling's body compared with ours."""
+    from selfcheck import compare
+
+    requests: dict = {}
+    for scenario in scenarios:
+        for app in apps_for(scenario):
+            server = servers.get(app)
+            if server is None:
                 continue
-            if cell is None:
-                lines.append(f"| {scenario} | {app} | — | not available: {note or 'not run'} | | | | | | | | |")
-                continue
-            for conns in CONNECTIONS:
-                run = cell["runs"].get(conns)
-                if run is None:
+            if app == "floor":
+                ours = results.get((scenario, "ours"))
+                if ours is None:
+                    notes[(scenario, app)] = "stands for ours' answer, which is not available"
                     continue
-                ceiling = results.get((scenario, "ceiling"), {}).get("runs", {}).get(conns, {}).get("rps")
-                peer = results.get((scenario, "peer"), {}).get("runs", {}).get(conns, {}).get("rps")
-                rps_text = f"{run['rps']:.1f}" if run["rps"] else f"0 (< {1 / DURATION:.2f}: no response within a run)"
-                lines.append(
-                    f"| {scenario} | {app} | {conns} | {rps_text} | {fmt_ms(run['p50_us'])} | {fmt_ms(run['p99_us'])} | "
-                    f"{cell['statements']:.1f} | {cell['bytes'] / 1024:.1f} | {cell['peak_mib']} | "
-                    f"{ratio(run['rps'], ceiling) if app != 'ceiling' else '1.00'} | "
-                    f"{ratio(run['rps'], peer) if app != 'peer' else '1.00'} | {run['errors']} |")
-    if notes:
-        lines += ["", "Notes:", ""]
-        for (scenario, app), note in sorted(notes.items()):
-            lines.append(f"- {scenario} / {app}: {note}")
-    if extra:
-        lines += ["", "## 200-page walks (sequential, one client)", ""]
-        for key, value in sorted(extra.items()):
-            lines.append(f"- {key}: {value:.2f} s")
-    if "before" in APPS:
-        lines += ["", f"## Before and after the optimisation commits ({BEFORE})", "",
-                  "`before` is the same working tree with those commits' library changes reverted, measured in the same run.", "",
-                  "| scenario | conns | before rps | after rps | after / before | before p50 ms | after p50 ms "
-                  "| before peak MiB | after peak MiB |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for scenario in BEFORE_SCENARIOS:
-            old, new = results.get((scenario, "before")), results.get((scenario, "ours"))
-            if not old or not new:
+                request = floor_request(requests[(scenario, "ours")], ours["status"], ours["bytes"])
+            else:
+                if not server.alive():
+                    server.restart()
+                context: dict = {}
+                try:
+                    request = build(app, scenario, server.client, f, context)
+                except (Unavailable, OSError, ValueError, KeyError) as reason:
+                    notes[(scenario, app)] = f"{type(reason).__name__}: {reason}" if not isinstance(
+                        reason, Unavailable) else str(reason)
+                    continue
+                if "walk_s" in context:
+                    walks[app] = context["walk_s"]
+            try:
+                results[(scenario, app)] = {**probe(server, request), "runs": {}}
+            except (Unavailable, OSError, ValueError, KeyError) as reason:  # one scenario's failure is reported
+                notes[(scenario, app)] = f"{type(reason).__name__}: {reason}"
                 continue
-            for conns in CONNECTIONS:
-                a, b = old["runs"].get(conns), new["runs"].get(conns)
-                if a and b:
-                    lines.append(f"| {scenario} | {conns} | {a['rps']:.1f} | {b['rps']:.1f} | {ratio(b['rps'], a['rps'])} | "
-                                 f"{fmt_ms(a['p50_us'])} | {fmt_ms(b['p50_us'])} | {old['peak_mib']} | {new['peak_mib']} |")
-    lines += ["", "## Targets", ""]
-    lines += targets(results)
-    lines.append("")
-    text = "\n".join(lines)
-    marker = "<!-- analysis -->"
-    if RESULTS.exists() and marker in RESULTS.read_text():  # keep the hand-written analysis below the marker
-        text += "\n" + marker + RESULTS.read_text().split(marker, 1)[1]
-    RESULTS.write_text(text)
-    (OUT / "results.json").write_text(json.dumps(
-        {"results": {f"{s}|{a}": v for (s, a), v in results.items()},
-         "notes": {f"{s}|{a}": v for (s, a), v in notes.items()}, "extra": extra, "info": info, "elapsed": elapsed},
-        indent=1, default=str))
-    log(f"wrote {RESULTS}")
+            requests[(scenario, app)] = request
+            if request.note:
+                notes[(scenario, app)] = request.note
+        ours, ceiling = results.get((scenario, "ours")), results.get((scenario, "ceiling"))
+        if ours and ceiling:
+            identity[scenario] = compare(scenario, (ours["status"], ours["body"], servers["ours"].base),
+                                         (ceiling["status"], ceiling["body"], servers["ceiling"].base))
+            log(f"{scenario}: ceiling {'byte-identical' if identity[scenario] is None else 'DIFFERS: ' + identity[scenario]}")
+    for cell in results.values():
+        cell.pop("body", None)
+    return requests
 
 
-def targets(results: dict) -> list[str]:
-    out = []
-    for scenario in ("S1", "S2", "S3", "S4"):
+def drive(binary: str, servers: dict, scenarios: list[str], requests: dict, results: dict, notes: dict,
+          duration: int) -> None:
+    """Phase 3: wrk, apps interleaved run by run; peak RSS per scenario."""
+    for scenario in scenarios:
+        every = [a for a in apps_for(scenario) if (scenario, a) in requests]
+        for app in every:
+            servers[app].reset_peak()
         for conns in CONNECTIONS:
-            ours = results.get((scenario, "ours"), {}).get("runs", {}).get(conns, {}).get("rps")
-            ceiling = results.get((scenario, "ceiling"), {}).get("runs", {}).get(conns, {}).get("rps")
-            peer = results.get((scenario, "peer"), {}).get("runs", {}).get(conns, {}).get("rps")
-            if ours and ceiling:
-                verdict = "met" if ours >= 0.8 * ceiling else "NOT met"
-                out.append(f"- {scenario} c={conns}: ours/ceiling = {ours / ceiling:.2f} (target >= 0.80): **{verdict}**")
-            if ours and peer:
-                verdict = "met" if ours >= 2 * peer else "NOT met"
-                out.append(f"- {scenario} c={conns}: ours/pyramid-jsonapi = {ours / peer:.2f} (target >= 2.00): **{verdict}**")
-            elif ours and peer == 0:
-                bound = 1 / DURATION  # no response completed in a run: its rate is below one per run
-                out.append(f"- {scenario} c={conns}: pyramid-jsonapi completed no request within a {DURATION} s run "
-                           f"(< {bound:.2f} rps), ours/pyramid-jsonapi > {ours / bound:.0f} (target >= 2.00): **met**")
-    s1, s2, s2m = (results.get((s, "ours"), {}).get("statements") for s in ("S1", "S2", "S2m"))
-    if s1 is not None and s2 is not None and s2m is not None:
-        out.append(f"- statements/request: S1 (50, no include) {s1:g}, S2 (50, 3 includes) {s2:g}, S2m (100, 3 includes) {s2m:g}: "
-                   f"1 + one per include path, the same for 50 and 100 rows: **{'met' if s2 == s2m == s1 + 3 else 'NOT met'}**")
-    ours = results.get(("S2m", "ours"), {}).get("peak_mib")
-    ceiling = results.get(("S2m", "ceiling"), {}).get("peak_mib")
-    if ours and ceiling:
-        out.append(f"- peak RSS, page of 100 with 3 includes (S2m): ours {ours} MiB, ceiling {ceiling} MiB, "
-                   f"ratio {ours / ceiling:.2f} (target < 2.00): **{'met' if ours < 2 * ceiling else 'NOT met'}**")
+            apps = [a for a in apps_for(scenario, conns) if a in every]
+            runs: dict = {app: [] for app in apps}
+            for _ in range(RUNS):
+                for app in apps:
+                    runs[app].append(wrk(binary, servers[app], requests[(scenario, app)], conns, duration))
+            for app in list(apps):
+                results[(scenario, app)]["runs"][conns] = r = median_run(runs[app])
+                log(f"{scenario:4} {app:12} c={conns}: {r['rps']:8.1f} rps  p50 {r['p50_us'] / 1000:.1f} ms  "
+                    f"p99 {r['p99_us'] / 1000:.1f} ms  runs {r['runs_rps']}  errors {r['errors']}")
+                if all(run["requests"] == 0 for run in runs[app]):
+                    notes[(scenario, app)] = (f"no response completed within any {duration} s run at {conns} "
+                                              "connection(s); more connections not run")
+                    every.remove(app)
+                if not servers[app].alive():
+                    notes[(scenario, app)] = "the server stopped answering; restarted"
+                    servers[app].restart()
+        for app in apps_for(scenario):
+            if (scenario, app) in results:
+                results[(scenario, app)]["peak_mib"] = servers[app].peak_mib()
+
+
+def calls_phase(seed_url: str, scenarios: list[str]) -> dict:
+    """Phase 4: bench/calls.py in a subprocess, on its own copy of the database."""
+    url = seed_url
+    if seed_url.startswith("sqlite"):
+        url = app_database(seed_url, "calls")
+    apps = ",".join(a for a in ("ours", "ours-noetag", "ceiling", "floor") if a in APPS)
+    out = OUT / "calls.json"
+    out.unlink(missing_ok=True)
+    command = [sys.executable, str(HERE / "calls.py"), url, "--apps", apps, "--scenarios", ",".join(scenarios),
+               "--json", str(out)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        log("calls.py did not finish in 10 min")
+        return {}
+    if result.returncode != 0 or not out.exists():
+        log(f"calls.py failed: {result.stderr[-1500:]}")
+        return {}
+    return {tuple(key.split("|")): value for key, value in json.loads(out.read_text()).items()}
+
+
+def atomic_phase() -> dict | None:
+    """Phase 5: bench/atomic_vs_single.py (100 creates, 3 rounds) on SQLite."""
+    out = OUT / "atomic.json"
+    out.unlink(missing_ok=True)
+    env = {key: value for key, value in os.environ.items() if key != "BENCH_DATABASE_URL"}
+    env["PYTHONWARNINGS"] = "ignore"
+    try:
+        result = subprocess.run([sys.executable, str(HERE / "atomic_vs_single.py"), "--n", "100", "--rounds", "3",
+                                 "--json", str(out)], capture_output=True, text=True, timeout=600, env=env)
+    except subprocess.TimeoutExpired:
+        log("atomic_vs_single.py did not finish in 10 min")
+        return None
+    if result.returncode != 0 or not out.exists():
+        log(f"atomic_vs_single.py failed: {result.stderr[-1500:]}")
+        return None
+    return json.loads(out.read_text())
+
+
+def processes_phase(binary: str, duration: int) -> dict:
+    """Phase 6: PostgreSQL, N waitress processes on N ports (bench/processes.py)."""
+    import processes
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    server_url = make_url(PG_SERVER)
+    admin = create_engine(server_url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    name = "jsonapi_bench"
+    url = server_url.set(database=name).render_as_string(hide_password=False)
+    admin_url = server_url.set(database="postgres").render_as_string(hide_password=False)
+    out: dict = {"results": {}, "notes": []}
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - reported in RESULTS.md instead
+        admin.dispose()
+        out["notes"].append(f"PostgreSQL not usable at {server_url.render_as_string()}: {exc}")
+        return out
+    servers: list = []
+    try:
+        seed(url)
+        f = facts(url)
+        for n in PROCESSES:
+            while len(servers) < n:
+                servers.append(Server("ours", url, label=f"pg-ours-{len(servers) + 1}"))
+            for scenario in PROCESS_SCENARIOS:
+                request = build("ours", scenario, servers[0].client, f, {})
+                for server in servers[:n]:
+                    probe(server, request)  # warm: statements prepared, pools filled
+                r = processes.measure(servers[:n], request, 8, RUNS, lambda s, req, c: wrk(binary, s, req, c, duration),
+                                      admin_url, name)
+                out["results"].setdefault(scenario, {})[n] = r
+                log(f"PG {scenario} N={n}: {r['rps']:.1f} rps (runs {r['runs_rps']}), CPU per request: service "
+                    f"{r['cpu_servers'] / max(1, r['requests']) * 1e6:.0f} us, database "
+                    f"{r['cpu_database'] / max(1, r['requests']) * 1e6:.0f} us, wrk {r['cpu_wrk'] / max(1, r['requests']) * 1e6:.0f} us")
+    finally:
+        for server in servers:
+            server.stop()
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        except Exception:  # noqa: BLE001, S110 - a leftover bench database is harmless
+            pass
+        admin.dispose()
     return out
 
 
@@ -586,87 +567,64 @@ def targets(results: dict) -> list[str]:
 
 def main() -> int:
     started = time.monotonic()
+    atexit.register(stop_all)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit("stopped by signal; servers stopped"))
     binary = ensure_wrk()
     notes: dict = {}
     if "peer" in APPS:
         failure = ensure_peer()
         if failure:
             log(f"pyramid-jsonapi unavailable: {failure}")
-            for scenario in SCENARIOS:
-                notes[(scenario, "peer")] = f"pyramid-jsonapi could not be installed ({failure})"
+            APPS.remove("peer")
+            notes[("all", "peer")] = f"pyramid-jsonapi could not be installed ({failure})"
+    wanted = os.environ.get("BENCH_SCENARIOS")
+    scenarios = [s for s in SCENARIOS if not wanted or s in wanted.split(",")]
+    duration = plan_duration(scenarios)
     url = seed()
     f = facts(url)
     log(f"facts: {f}")
-    servers = {}
+    servers: dict = {}
+    results: dict = {}
+    identity: dict = {}
+    walks: dict = {}
     try:
         for app in APPS:
-            if app == "peer" and ("S1", "peer") in notes:
-                continue
             database = app_database(url, app)
             if app == "ceiling":
                 add_ceiling_token(database, f["user_id"])
-            servers[app] = Server(app, database)
+            try:
+                servers[app] = Server(app, database)
+            except RuntimeError as exc:  # reported; the other apps still run
+                log(f"{app} did not start: {exc}")
+                notes[("all", app)] = f"did not start: {str(exc)[-300:]}"
+                continue
             log(f"{app} listening on {servers[app].base} (pid {servers[app].process.pid})")
-        wanted = os.environ.get("BENCH_SCENARIOS")
-        scenarios = [s for s in SCENARIOS if not wanted or s in wanted.split(",")]
-        results: dict = {}
-        extra: dict = {}
-        for scenario in scenarios:
-            requests = {}
-            for app, server in servers.items():
-                context: dict = {}
-                if app == "before" and scenario not in BEFORE_SCENARIOS:
-                    continue
-                try:
-                    server.stats(timeout=20)
-                except OSError:
-                    server.restart()
-                try:
-                    request = build_request(app, scenario, server, f, context)
-                    server.reset_peak()
-                    requests[app] = request
-                    results[(scenario, app)] = {**probe(server, request), "runs": {}}
-                    if request.note:
-                        notes[(scenario, app)] = request.note
-                    if "walk_s" in context:
-                        extra[f"{app}: cursor walk (page[after], links.next) to page 200"] = context["walk_s"]
-                        extra[f"{app}: page[number] walk 1..200"] = walk_by_number(server, app)
-                except Unavailable as reason:
-                    notes[(scenario, app)] = str(reason)
-                    requests.pop(app, None)
-            for conns in CONNECTIONS:
-                runs: dict = {app: [] for app in requests}
-                for _ in range(RUNS):  # interleaved, so drifting load hits every app alike
-                    for app, request in requests.items():
-                        runs[app].append(wrk(binary, servers[app], request, conns))
-                for app in list(requests):
-                    if all(run["requests"] == 0 for run in runs[app]):
-                        # Not one response within a run: more connections would only pile up work.
-                        notes[(scenario, app)] = (f"no response completed within any {DURATION} s run at "
-                                                  f"{conns} connection(s); more connections not run")
-                        results[(scenario, app)]["runs"][conns] = median_run(runs.pop(app))
-                        requests.pop(app)
-                        peak = servers[app].peak_kib()
-                        results[(scenario, app)]["peak_mib"] = round(peak / 1024, 1) if peak else None
-                        try:
-                            servers[app].stats(timeout=20)
-                        except OSError:
-                            servers[app].restart()
-                for app in requests:
-                    results[(scenario, app)]["runs"][conns] = median_run(runs[app])
-                    r = results[(scenario, app)]["runs"][conns]
-                    log(f"{scenario} {app:8} c={conns}: {r['rps']:8.1f} rps  p50 {fmt_ms(r['p50_us'])} ms  "
-                        f"p99 {fmt_ms(r['p99_us'])} ms  runs {r['runs_rps']}  errors {r['errors']}")
-            for app in requests:
-                peak = servers[app].peak_kib()
-                results[(scenario, app)]["peak_mib"] = round(peak / 1024, 1) if peak else None
-                log(f"{scenario} {app:8} stmts/req {results[(scenario, app)]['statements']:.1f}  "
-                    f"body {results[(scenario, app)]['bytes']} B  peak RSS {results[(scenario, app)]['peak_mib']} MiB")
-        write_results(results, notes, machine(), extra, time.monotonic() - started)
+        requests = check_and_probe(servers, scenarios, f, results, notes, identity, walks)
+        drive(binary, servers, scenarios, requests, results, notes, duration)
     finally:
-        for server in servers.values():
-            server.stop()
-    log(f"done in {(time.monotonic() - started) / 60:.1f} min")
+        stop_all()
+    calls = calls_phase(url, scenarios) if os.environ.get("BENCH_CALLS", "1") == "1" else {}
+    atomic = atomic_phase() if os.environ.get("BENCH_ATOMIC", "1") == "1" else None
+    procs = None
+    if PROCESSES:
+        try:
+            procs = processes_phase(binary, duration)
+        except Exception as exc:  # noqa: BLE001 - the rest of the run is still worth its report
+            log(f"the processes phase failed: {exc!r}")
+            procs = {"results": {}, "notes": [f"the phase failed: {exc!r}"]}
+        finally:
+            stop_all()
+    import report
+
+    report.write(RESULTS, OUT, {
+        "results": results, "notes": notes, "identity": identity, "walks": walks, "calls": calls, "atomic": atomic,
+        "processes": procs, "scenarios": scenarios, "apps": APPS, "connections": CONNECTIONS, "runs": RUNS,
+        "duration": duration, "scale": SCALE, "database": "PostgreSQL (BENCH_DATABASE_URL)" if PG_URL else "SQLite file",
+        "before": BEFORE, "elapsed": time.monotonic() - started, "date": now_iso(), "probes": PROBES,
+        "process_counts": PROCESSES, "root": ROOT,
+    })
+    log(f"wrote {RESULTS}; done in {(time.monotonic() - started) / 60:.1f} min")
     return 0
 
 
