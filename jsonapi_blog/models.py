@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from functools import cached_property
 
 from sqlalchemy import Column, Date, DateTime, ForeignKey, Index, MetaData, String, Table, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -97,13 +98,17 @@ class UserTransformer(Transformer):
 
     def transform(self, user, names):
         attributes = super().transform(user, names)
-        if "email" in attributes and not _may_see_email(self.request, user):
+        if "email" in attributes and not _may_see_email(self.caller, user):
             del attributes["email"]
         return attributes
 
+    @cached_property
+    def caller(self):
+        """The caller's identity, asked once: a transformer serves one request."""
+        return self.request.identity if self.request is not None else None
 
-def _may_see_email(request, user) -> bool:
-    identity = request.identity if request is not None else None
+
+def _may_see_email(identity, user) -> bool:
     if identity is None:
         return False
     return identity.id == user.id or identity.is_admin

@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from pyramid.authorization import ALL_PERMISSIONS, Allow, Authenticated, Everyone
 from pyramid.exceptions import ConfigurationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from jsonapi_pyramid.errors import Unauthorized, ValidationFailed
 from jsonapi_pyramid.operations import created, request_data
@@ -86,18 +86,22 @@ class Identity:
         return ADMIN_ROLE in self.roles
 
 
+#: The token, its user and the user's roles, built once (values bound): a statement object
+#: executed again reuses SQLAlchemy's compiled form instead of deriving a cache key anew.
+_IDENTITY = (
+    select(Token.id, Token.secret_hash, User.id, Role.name)
+    .join(User, Token.user_id == User.id)
+    .outerjoin(user_roles, user_roles.c.user_id == User.id)
+    .outerjoin(Role, Role.id == user_roles.c.role_id)
+    .where(Token.secret_hash == bindparam("hashed"), Token.expires_at > bindparam("now"), User.active)
+)
+
+
 def find_identity(request, secret: str) -> Identity | None:
     """The identity of a bearer ``secret``: its token exists and has not expired, its account is
     active. One statement (the token, its user and the user's roles)."""
     hashed = hash_secret(secret)
-    statement = (
-        select(Token.id, Token.secret_hash, User.id, Role.name)
-        .join(User, Token.user_id == User.id)
-        .outerjoin(user_roles, user_roles.c.user_id == User.id)
-        .outerjoin(Role, Role.id == user_roles.c.role_id)
-        .where(Token.secret_hash == hashed, Token.expires_at > utcnow(), User.active)
-    )
-    rows = request.dbsession.execute(statement).all()
+    rows = request.dbsession.execute(_IDENTITY, {"hashed": hashed, "now": utcnow()}).all()
     if not rows or not secrets_match(rows[0][1], hashed):
         return None
     token_id, _hash, user_id, _role = rows[0]

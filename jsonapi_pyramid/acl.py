@@ -30,6 +30,8 @@ def sent_linkage(context: Any, request: Request, name: str) -> tuple[bool, objec
     is that relationship's linkage; on a resource it is ``data.relationships.<name>.data``.
     The payload is the node's (``context.payload``: the request body's ``data``, or the atomic
     operation's ``data``), so the rule holds alike for single requests and atomic operations."""
+    if request.method in ("GET", "HEAD"):
+        return False, None  # a read sends nothing (and has no body to parse)
     data = context.payload if hasattr(context, "payload") else sent_data(request)
     relationship = getattr(context, "relationship", None)
     if relationship is not None:

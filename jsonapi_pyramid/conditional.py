@@ -108,21 +108,30 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
-def tag_owner(request: Request, definition: Any, entity: Any) -> str | None:
+def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None) -> str | None:
     """Give the answer to a write on ``entity`` (or one of its relationships) the resource's new
     tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first, so
-    that columns the database sets on update are read."""
+    that columns the database sets on update are read. ``document``: the answer's own document;
+    without query parameters, and with ``links.self`` the resource's own URL, it is the one a
+    plain GET would answer (the same builder), so its bytes give the tag and it is not built a
+    second time."""
     if not etags_enabled(request):
         return None
     request.dbsession.flush()
-    tag = resource_etag(request, definition, entity)
+    if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
+        from .renderer import dumps
+
+        tag = etag_of(dumps(document))
+    else:
+        tag = resource_etag(request, definition, entity)
     request.response.headers[RESOURCE_ETAG] = tag
     return tag
 
 
-def tag_answer(request: Request, definition: Any, entity: Any) -> None:
-    """An answer whose data is ``entity``: its new tag in ``ETag`` and ``X-Resource-ETag``."""
-    tag = tag_owner(request, definition, entity)
+def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None) -> None:
+    """An answer whose data is ``entity`` (``document``, see ``tag_owner``): its new tag in
+    ``ETag`` and ``X-Resource-ETag``."""
+    tag = tag_owner(request, definition, entity, document)
     if tag is not None:
         request.response.headers["ETag"] = tag
 

@@ -207,6 +207,8 @@ class Registry:
         self.settings = settings
         #: statements reused across requests (``schema.StatementCache``)
         self.statements = StatementCache()
+        #: colander schema (class or instance) -> (one instance, whether binding must run colander's bind)
+        self.schemas: dict[Any, tuple[Any, bool]] = {}
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type[Any], ResourceDefinition] = {}
         self.resolved = False

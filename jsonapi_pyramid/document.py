@@ -265,11 +265,11 @@ class DocumentBuilder:
             return {}
         if loaded.cursors is not None:
             return loaded.cursors.links
-        base = self.request.path_url
-        kept = [(k, v) for k, v in self.request.GET.items() if k != "page[number]"]
+        kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
+        start = f"{self.request.path_url}?{kept}&page[number]=" if kept else f"{self.request.path_url}?page[number]="
 
-        def link(number: int) -> str:
-            return cast("str", base + "?" + urlencode(kept + [("page[number]", str(number))], quote_via=quote, safe="[],.-"))
+        def link(number: int) -> str:  # the other parameters encoded once
+            return f"{start}{number}"
 
         links = {
             "first": link(1),

@@ -118,12 +118,17 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
     leading = records if records is not None else (definition.model,)
     page = cast("Page", plan.page)  # a collection's plan always has one
     if page.cursor:
-        # the sort key values after the record's columns, labelled apart from them
-        key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
-                            for index, key in enumerate(keys_of(request, definition, plan)))
-        statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=leading + key_columns)
-        read = (lambda statement: read_records(request, statement)) if records is not None else None
-        rows, cursors = load_cursor_page(request, statement, keys, plan, len(leading), read)
+        parameters, bound_parent = _bound_values(request, plan, parent)
+
+        def parts() -> Any:
+            # the sort key values after the record's columns, labelled apart from them
+            key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
+                                for index, key in enumerate(keys_of(request, definition, plan)))
+            return _collection_parts(request, definition, plan, parent=bound_parent, columns=leading + key_columns)
+
+        read = (lambda statement, values: read_records(request, statement, values)) if records is not None else None
+        rows, cursors = load_cursor_page(request, parts, plan, len(leading), read, parameters=parameters,
+                                         key=_page_key(request, definition, plan, parent, leading))
         loaded = Loaded(definition, rows, cursors=cursors)
     else:
         statement, parameters = _page_statement(request, definition, plan, parent, leading)
@@ -142,13 +147,7 @@ def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, c
     ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
     (``jsonapi_filter_<n>``) are bound, so the statement is kept in the application's ``statements`` under the shape
     of the query and the visibility criteria it holds, and runs again with other values."""
-    parameters = {}
-    bound_parent: Any = None
-    if parent is not None:
-        parameters["jsonapi_parent_id"] = parent[2]
-        bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
-    if plan.filters:
-        parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
+    parameters, bound_parent = _bound_values(request, plan, parent)
 
     def build() -> Any:
         statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
@@ -159,6 +158,19 @@ def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, c
 
     return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
                                                 build), parameters
+
+
+def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, Any], Any]:
+    """The bound values of a collection read (the parent id, the filter values) and ``parent``
+    with its id as the bound parameter ``jsonapi_parent_id``."""
+    parameters = {}
+    bound_parent: Any = None
+    if parent is not None:
+        parameters["jsonapi_parent_id"] = parent[2]
+        bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
+    if plan.filters:
+        parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
+    return parameters, bound_parent
 
 
 def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, ...]:
@@ -207,8 +219,8 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
     page = plan.page
     if page.cursor:
         columns = (id_column, *(key.column for key in keys_of(request, definition, plan)))
-        statement, keys = _collection_parts(request, definition, plan, parent=parent, columns=columns)
-        ids, cursors = load_cursor_page(request, statement, keys, plan, 1)
+        ids, cursors = load_cursor_page(request, lambda: _collection_parts(request, definition, plan, parent=parent, columns=columns),
+                                        plan, 1)
         if definition.subtypes and ids:  # a polymorphic base's members as instances (their types), in order
             found = {getattr(e, definition.id_attribute): e
                      for e in request.dbsession.scalars(select(definition.model).where(id_column.in_(ids)))}

@@ -64,20 +64,19 @@ def bound_body(request: Request, max_body_bytes: int) -> None:
 
 def check_url(request: Request) -> None:
     """A path or query string that is not UTF-8, or holds a NUL character -> 400, before any use."""
-    from urllib.parse import unquote_to_bytes
-
-
     environ = request.environ
     if not url_is_utf8(environ):
         raise BadRequest("The URL is not valid UTF-8.")
     if "\0" in environ.get("PATH_INFO", ""):
         raise BadRequest("The path contains a NUL character.")
-    if b"\0" in unquote_to_bytes(environ.get("QUERY_STRING", "").encode("latin-1")):
+    query = environ.get("QUERY_STRING", "")
+    if "\0" in query or "%00" in query:  # what decodes to NUL: the character itself, or %00
         raise BadRequest("The query string contains a NUL character.")
 
 
-def check_request(request: Request, max_body_bytes: int, *, atomic: bool = False) -> None:
-    """Negotiation of one request; ``atomic``: it is sent to the atomic operations endpoint."""
+def check_request(request: Request, max_body_bytes: int, *, atomic: bool = False, accepts: dict[str, bool] | None = None) -> None:
+    """Negotiation of one request; ``atomic``: it is sent to the atomic operations endpoint.
+    ``accepts``: ``Accept`` values already judged (value -> acceptable), kept by the tween."""
     check_url(request)
     bound_body(request, max_body_bytes)
     length = request.content_length
@@ -98,10 +97,26 @@ def check_request(request: Request, max_body_bytes: int, *, atomic: bool = False
         raise UnsupportedMediaType(f"Send the atomic operations document as {ATOMIC_MEDIA_TYPE}.", header="Content-Type")
     accept = request.headers.get("Accept")
     if accept:
-        entries = [_parse_media_range(item) for item in accept.split(",") if item.strip()]
-        jsonapi = [parameters for media, parameters in entries if media == MEDIA_TYPE]
-        if jsonapi and not any(_acceptable(parameters) for parameters in jsonapi):
+        acceptable = None if accepts is None else accepts.get(accept)
+        if acceptable is None:
+            acceptable = accept_is_acceptable(accept)
+            if accepts is not None:
+                if len(accepts) >= _ACCEPTS_KEPT:
+                    accepts.clear()
+                accepts[accept] = acceptable
+        if not acceptable:
             raise NotAcceptable(f"Accept {MEDIA_TYPE} without media type parameters other than ext and profile.", header="Accept")
+
+
+#: ``Accept`` values a negotiation tween keeps judged (clients send few distinct ones).
+_ACCEPTS_KEPT = 256
+
+
+def accept_is_acceptable(accept: str) -> bool:
+    """False when ``accept`` has JSON:API entries and none of them is one this server can answer."""
+    entries = [_parse_media_range(item) for item in accept.split(",") if item.strip()]
+    jsonapi = [parameters for media, parameters in entries if media == MEDIA_TYPE]
+    return not jsonapi or any(_acceptable(parameters) for parameters in jsonapi)
 
 
 def _check_extensions(extensions: set[Any], atomic: bool) -> None:
@@ -116,13 +131,15 @@ def _check_extensions(extensions: set[Any], atomic: bool) -> None:
 
 def negotiation_tween_factory(handler: Any, registry: Any) -> Any:
     settings = registry.jsonapi.settings
-    prefix = "/" + settings["root_name"]
+    # compared with PATH_INFO as the server hands it over (PEP 3333: latin-1), not decoded per request
+    prefix = ("/" + settings["root_name"]).encode("utf-8").decode("latin-1")
     operations = f"{prefix}/{OPERATIONS_NAME}"
+    accepts: dict[str, bool] = {}  # Accept value -> acceptable: parsed once per value, per application
 
     def negotiation_tween(request: Request) -> Any:
-        path = request.path_info
+        path = request.environ.get("PATH_INFO", "")
         if path == prefix or path.startswith(prefix + "/"):
-            check_request(request, settings["max_body_bytes"], atomic=path.rstrip("/") == operations)
+            check_request(request, settings["max_body_bytes"], atomic=path.rstrip("/") == operations, accepts=accepts)
         return handler(request)
 
     return negotiation_tween

@@ -17,7 +17,7 @@ entry naming the profile) selects keyset pagination instead of ``page[number]``:
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import datetime as dt
 import hashlib
 import hmac
@@ -30,8 +30,9 @@ from urllib.parse import quote, urlencode
 
 import orjson
 from pyramid.request import Request
-from sqlalchemy import and_, false, or_
+from sqlalchemy import Integer, and_, bindparam, false, or_
 
+from .contract import get_registry
 from .errors import BadRequest, error_object
 from .schema import CURSOR_KINDS
 
@@ -208,12 +209,12 @@ def _load_value(value: Any) -> Any:
     return _LOADERS[tag](text)
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return binascii.a2b_base64(text.encode("ascii").translate(_STANDARD) + b"=" * (-len(text) % 4))
 
 
 class CursorCodec:
@@ -222,18 +223,21 @@ class CursorCodec:
 
     def __init__(self, secret: str, scope: str) -> None:
         self._key = hashlib.sha256(secret.encode("utf-8")).digest()
-        self._scope = scope.encode("utf-8")
+        self._prefix = scope.encode("utf-8") + b"\x00"
+
+    def _signature(self, payload: bytes) -> bytes:
+        mac = hmac.digest(self._key, self._prefix + payload, "sha256")[:_SIGNATURE_BYTES]
+        return binascii.b2a_base64(mac, newline=False).translate(_URLSAFE).rstrip(b"=")
 
     def _sign(self, payload: str) -> str:
-        mac = hmac.new(self._key, self._scope + b"\x00" + payload.encode("ascii"), hashlib.sha256)
-        return _b64(mac.digest()[:_SIGNATURE_BYTES])
+        return self._signature(payload.encode("ascii")).decode("ascii")
 
     def encode(self, values: Any, inclusive: bool = False) -> str:
         body: dict[str, Any] = {"k": [_dump_value(v) for v in values]}
         if inclusive:
             body["i"] = 1
-        payload = _b64(orjson.dumps(body))
-        return f"{payload}.{self._sign(payload)}"
+        payload = binascii.b2a_base64(orjson.dumps(body), newline=False).translate(_URLSAFE).rstrip(b"=")
+        return (payload + b"." + self._signature(payload)).decode("ascii")
 
     def decode(self, raw: str, parameter: str, n_keys: int) -> tuple[tuple[Any, ...], bool]:
         """(values, inclusive) of a cursor this codec made; anything else is a 400."""
@@ -279,23 +283,35 @@ class CursorPage:
     profile: str = PROFILE
 
 
-def load_cursor_page(request: Request, statement: Any, keys: list[OrderKey], plan: Any, n_leading: int, read: Any = None) -> Any:
-    """Run one keyset page of ``statement`` (unordered; its first ``n_leading`` columns are what
-    the caller wants, the sort key values follow). Returns (rows of the leading columns, CursorPage);
-    with ``read`` (statement -> rows, such as ``loading.read_records``) the whole rows it returns."""
+def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, read: Any = None, *,
+                     key: Any = None, parameters: Any = None) -> Any:
+    """Run one keyset page. ``parts()`` gives the unordered statement (its first ``n_leading``
+    columns are what the caller wants, the sort key values follow) and its order keys; ``read``
+    ((statement, parameters) -> rows, such as ``loading.read_records``) reads whole rows. Returns
+    (rows of the leading columns, CursorPage).
+
+    The cursor's positions, the page bound and ``parameters`` (filter values, a parent id) are
+    bound values, so with ``key`` (what the statement is built from, as for page statements) the
+    statements are kept in the application's ``statements`` per key and cursor shape (after
+    and/or before, inclusive or not, which positions are NULL) and reused by the next request."""
     page = plan.page
-    settings = request.registry.jsonapi.settings
-    codec = CursorCodec(settings["cursor_secret"], cursor_scope(request, plan))
-    after = before = None
-    if page.after is not None:
-        after = codec.decode(page.after, "page[after]", len(keys))
-        statement = statement.where(keyset_criterion(keys, after[0], after=True, inclusive=after[1]))
-    if page.before is not None:
-        before = codec.decode(page.before, "page[before]", len(keys))
-        statement = statement.where(keyset_criterion(keys, before[0], after=False, inclusive=before[1]))
+    statements = get_registry(request).statements
+
+    def cached(shape: Any, build: Any) -> Any:
+        return build() if key is None else statements.get(request, ("cursor", key, shape), build)
+
+    base, keys = cached(None, parts)
+    codec = CursorCodec(request.registry.jsonapi.settings["cursor_secret"], cursor_scope(request, plan))
+    after = None if page.after is None else codec.decode(page.after, "page[after]", len(keys))
+    before = None if page.before is None else codec.decode(page.before, "page[before]", len(keys))
     backwards = before is not None and after is None
-    statement = statement.order_by(*(key.clause(reverse=backwards) for key in keys)).limit(page.size + 1)
-    rows = read(statement) if read is not None else request.dbsession.execute(statement).all()
+    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards),
+                       lambda: _keyset_statement(base, keys, after, before, backwards))
+    values = dict(parameters or {}, jsonapi_limit=page.size + 1)
+    for prefix, decoded in (("jsonapi_after", after), ("jsonapi_before", before)):
+        if decoded is not None:
+            values.update((f"{prefix}_{index}", value) for index, value in enumerate(decoded[0]) if value is not None)
+    rows = read(statement, values) if read is not None else request.dbsession.execute(statement, values).all()
     more = len(rows) > page.size
     rows = rows[: page.size]
     if backwards:
@@ -320,14 +336,39 @@ def load_cursor_page(request: Request, statement: Any, keys: list[OrderKey], pla
     return rows, CursorPage(links, meta, cursors)
 
 
+def _keyset_statement(base: Any, keys: list[OrderKey], after: Any, before: Any, backwards: bool) -> Any:
+    """``base`` after and/or before the decoded cursors (positions as bound parameters
+    ``jsonapi_after_<n>``, ``jsonapi_before_<n>``), in the walk's order, ``jsonapi_limit`` rows."""
+    statement = base
+    if after is not None:
+        values = _bound_positions("jsonapi_after", after[0])
+        statement = statement.where(keyset_criterion(keys, values, after=True, inclusive=after[1]))
+    if before is not None:
+        values = _bound_positions("jsonapi_before", before[0])
+        statement = statement.where(keyset_criterion(keys, values, after=False, inclusive=before[1]))
+    order = (key.clause(reverse=backwards) for key in keys)
+    return statement.order_by(*order).limit(bindparam("jsonapi_limit", type_=Integer))
+
+
+def _bound_positions(prefix: str, values: Any) -> list[Any]:
+    """A cursor position as bound parameters ``<prefix>_<n>``; a NULL stays None (it changes the SQL)."""
+    return [None if value is None else bindparam(f"{prefix}_{index}") for index, value in enumerate(values)]
+
+
+def _cursor_shape(decoded: Any) -> Any:
+    """What a keyset criterion's SQL depends on: inclusive or not, and which positions are NULL."""
+    return None if decoded is None else (decoded[1], tuple(value is None for value in decoded[0]))
+
+
 def cursor_links(request: Request, prev_cursor: str | None, next_cursor: str | None) -> dict[Any, Any]:
     """``first`` (no cursor), ``prev`` and ``next``; every link keeps the other parameters."""
     base = request.path_url
     kept = [(k, v) for k, v in request.GET.items() if k not in {"page[number]", "page[after]", "page[before]"}]
+    query = urlencode(kept, quote_via=quote, safe="[],.-")  # once; a cursor is URL-safe as it is
+    start = f"{base}?{query}&" if query else f"{base}?"
 
     def link(extra: Any) -> Any:
-        query = urlencode(kept + extra, quote_via=quote, safe="[],.-")
-        return f"{base}?{query}" if query else base
+        return start + "&".join(f"{name}={cursor}" for name, cursor in extra) if extra else (f"{base}?{query}" if query else base)
 
     return {
         "first": link([]),

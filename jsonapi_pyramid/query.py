@@ -177,7 +177,8 @@ def _read_parameters(request: Request, registry: Any, definition: ResourceDefini
     into ``plan``; filters and pages collected for the steps that read them together."""
     settings = registry.settings
     given = _Given()
-    for name, value, family, key, op in query_parameters(request):
+    checked = request.__dict__.get(_CHECKED)  # by the tween: the same request's parameters
+    for name, value, family, key, op in checked if checked is not None else query_parameters(request):
         if family == "page" and op is not None:  # page[<include path>][size|number]: any read
             given.include_pages.setdefault(cast("str", key), {})[op] = (name, value)
             continue
@@ -213,18 +214,24 @@ def _parse_fields(registry: Any, type_name: str, value: str, parameter: str) -> 
     return frozenset(names)
 
 
+#: ``request.__dict__`` key of the parameters ``strict_parameters_tween`` checked.
+_CHECKED = "jsonapi_query_parameters"
+
+
 def strict_parameters_tween_factory(handler: Any, registry: Any) -> Any:
     """Check the query parameter names of every request under the API root (``query_parameters``)
     before anything else runs: traversal (which loads rows), authorization, views, custom
     operations. A tween rather than a view deriver or a check per view: it is one place that no
     view, method or context (writes, deletes, relationship writes, custom operations, 404 and 405
     answers) can miss, and a bad request costs no SQL."""
-    prefix = "/" + registry.jsonapi.settings["root_name"]
+    # compared with PATH_INFO as the server hands it over (PEP 3333: latin-1), not decoded per request
+    prefix = ("/" + registry.jsonapi.settings["root_name"]).encode("utf-8").decode("latin-1")
 
     def strict_parameters_tween(request: Request) -> Any:
-        path = request.path_info
-        if request.query_string and (path == prefix or path.startswith(prefix + "/")):
-            query_parameters(request)
+        environ = request.environ
+        path = environ.get("PATH_INFO", "")
+        if environ.get("QUERY_STRING") and (path == prefix or path.startswith(prefix + "/")):
+            request.__dict__[_CHECKED] = query_parameters(request)  # parse_query reads them from here
         return handler(request)
 
     return strict_parameters_tween

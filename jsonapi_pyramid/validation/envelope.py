@@ -9,6 +9,7 @@ import colander
 from pyramid.request import Request
 from sqlalchemy import select
 
+from ..contract import get_registry
 from ..errors import BadRequest, Conflict, Forbidden
 from ..jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind, required_column
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
@@ -99,14 +100,15 @@ def _check_client_id_is_new(request: Request, definition: Any, resource_id: Any)
 
 # -- attributes ------------------------------------------------------------------------------
 
-def writable_attributes(definition: Any) -> tuple[str, ...]:
+def writable_attributes(definition: Any, schemas: dict[Any, Any] | None = None) -> tuple[str, ...]:
     """The attributes a client may send: ``writable=`` of the definition, else the names of both
-    schemas' nodes. Transformer attributes outside this list are read-only."""
+    schemas' nodes. Transformer attributes outside this list are read-only. ``schemas``: the
+    registry's schema instances (``bound_schema``), when at hand."""
     if definition.writable is not None:
         return cast("tuple[str, ...]", definition.writable)
     names: list[str] = []
     for schema in (definition.create_schema, definition.update_schema):
-        for node in _schema(schema).children if schema is not None else ():
+        for node in _instance(schemas, schema)[0].children if schema is not None else ():
             if node.name not in names:
                 names.append(node.name)
     return tuple(names)
@@ -116,14 +118,49 @@ def _schema(schema: Any) -> colander.SchemaNode:
     return schema() if isinstance(schema, type) else schema
 
 
+def bound_schema(schema: Any, **bindings: Any) -> colander.SchemaNode:
+    """``schema.bind(**bindings)``, cheaper for the usual schema: one without ``colander.deferred``
+    values or ``after_bind`` hooks (found once per schema, kept in the registry's ``schemas``) is
+    bound by setting ``bindings`` on every node of a clone of one instance (what ``bind`` comes to
+    for such a schema, without its scan of every attribute of every node). ``bindings`` hold the request."""
+    instance, deferred = _instance(get_registry(bindings["request"]).schemas, schema)
+    if deferred:
+        return instance.bind(**bindings)
+    cloned = instance.clone()
+    nodes = [cloned]
+    while nodes:
+        node = nodes.pop()
+        node.bindings = bindings
+        nodes.extend(node.children)
+    return cloned
+
+
+def _instance(cache: dict[Any, Any] | None, schema: Any) -> tuple[colander.SchemaNode, bool]:
+    """(an instance of ``schema``, whether it holds deferred values), kept in ``cache`` when given."""
+    entry = None if cache is None else cache.get(schema)
+    if entry is None:
+        instance = _schema(schema)
+        entry = (instance, _has_deferred(instance))
+        if cache is not None:
+            cache[schema] = entry
+    return cast("tuple[colander.SchemaNode, bool]", entry)
+
+
+def _has_deferred(node: colander.SchemaNode) -> bool:
+    """Whether binding ``node`` resolves anything: a deferred value or an ``after_bind`` anywhere."""
+    if getattr(node, "after_bind", None) or any(isinstance(getattr(node, name, None), colander.deferred) for name in dir(node)):
+        return True
+    return any(_has_deferred(child) for child in node.children)
+
+
 def _validate_attributes(request: Request, definition: Any, data: dict[Any, Any], entity: Any, failures: Failures) -> dict[Any, Any]:
     attributes = data.get("attributes", {})
     if not isinstance(attributes, dict):
         failures.add("/data/attributes", "attributes must be an object.")
         return {}
-    writable = writable_attributes(definition)
+    writable = writable_attributes(definition, get_registry(request).schemas)
     schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
-    bound = _schema(schema).bind(request=request, entity=entity, definition=definition) if schema is not None else None
+    bound = bound_schema(schema, request=request, entity=entity, definition=definition) if schema is not None else None
     sent: dict[str, Any] = {}
     unchecked: dict[str, Any] = {}
     wrong_type: set[str] = set()

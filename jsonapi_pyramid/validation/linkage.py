@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any, cast
 
 from pyramid.request import Request
-from sqlalchemy import inspect, select
+from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.orm import RelationshipDirection
 
 from ..contract import get_registry
@@ -135,12 +135,17 @@ def _resolve(request: Request, target: Any, linkage: Any, failures: Failures) ->
 
 
 def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any]:
-    id_column = getattr(target.model, target.id_attribute)
-    statement = select(target.model).where(id_column.in_(ids))
-    criterion = target.visibility(request)
-    if criterion is not None:
-        statement = statement.where(criterion)
-    return {getattr(entity, target.id_attribute): entity for entity in request.dbsession.scalars(statement)}
+    """The entities of ``target`` with these ids that the caller may see: one statement, built once
+    per type and visibility criterion (the ids are an expanding bound parameter)."""
+    def build() -> Any:
+        id_column = getattr(target.model, target.id_attribute)
+        statement = select(target.model).where(id_column.in_(bindparam("jsonapi_ids", expanding=True)))
+        criterion = target.visibility(request)
+        return statement if criterion is None else statement.where(criterion)
+
+    statement = get_registry(request).statements.get(request, ("linkage-targets", target), build)
+    entities = request.dbsession.scalars(statement, {"jsonapi_ids": list(ids)})
+    return {getattr(entity, target.id_attribute): entity for entity in entities}
 
 
 def _check_linkage_rules(request: Request, relationship: Any, entity: Any, resolved: Any, pointer: str, failures: Failures, *,

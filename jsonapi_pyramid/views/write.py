@@ -28,7 +28,7 @@ def create(context: Any, request: Request) -> Any:
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
-    tag_answer(request, context.definition, entity)
+    tag_answer(request, context.definition, entity, document)
     return document
 
 
@@ -38,7 +38,7 @@ def update(context: Any, request: Request) -> Any:
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
     document = resource_document(request, plan, context.definition, entity)
-    tag_answer(request, context.definition, entity)
+    tag_answer(request, context.definition, entity, document)
     return document
 
 

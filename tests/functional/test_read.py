@@ -252,8 +252,9 @@ def test_collection_parameters_on_single_resource_are_400(api, blog):
     'application/vnd.api+json; ext="https://example.com/ext"',
 ])
 def test_accept_with_only_unusable_jsonapi_entries_is_406(api, blog, accept):
-    response = api.get("/api/articles", headers={"Accept": accept}, status=406)
-    assert response.json["errors"][0]["status"] == "406"
+    for _ in range(2):  # the second time from the tween's judged values: the same answer
+        response = api.get("/api/articles", headers={"Accept": accept}, status=406)
+        assert response.json["errors"][0]["status"] == "406"
 
 
 @pytest.mark.parametrize("accept", [
@@ -264,7 +265,13 @@ def test_accept_with_only_unusable_jsonapi_entries_is_406(api, blog, accept):
     "application/json",
 ])
 def test_acceptable_accept_headers(api, blog, accept):
-    assert api.get("/api/articles", headers={"Accept": accept}).status_int == 200
+    for _ in range(2):
+        assert api.get("/api/articles", headers={"Accept": accept}).status_int == 200
+
+
+def test_nul_in_the_query_string_is_400_however_it_is_written(api, blog):
+    for query in ("filter[title]=a%00b", "filter[title]=%00", "sort=title%00"):
+        assert api.get(f"/api/articles?{query}", status=400).json["errors"][0]["status"] == "400"
 
 
 @pytest.mark.parametrize("content_type", [

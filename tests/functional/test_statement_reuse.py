@@ -42,6 +42,23 @@ def test_anonymous_reads_reuse_their_statements_with_new_values(api, blog, engin
     assert documents[2]["data"]["id"] != documents[3]["data"]["id"]
 
 
+def test_cursor_pages_reuse_their_statements_with_new_positions(api, blog, engine, make_articles):
+    make_articles(7, blog["bob"])
+    accept = {"Accept": 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'}
+    for query in ("page[size]=2", "page[size]=2&sort=-createdAt&filter[title][contains]=Bulk"):
+        url, pages = f"/api/articles?{query}", []
+        with executed(engine) as statements:
+            while url:
+                document = api.get(url, headers=accept).json
+                pages.append([a["id"] for a in document["data"]])
+                url = document["links"]["next"]
+        assert len(pages) >= 3 and len(statements) == len(pages)
+        assert all(s is statements[1] for s in statements[1:])  # every page after the first: one statement
+        assert len({i for page in pages for i in page}) == sum(map(len, pages))  # no row twice
+        back = api.get(document["links"]["prev"], headers=accept).json  # page[before]: its own statement
+        assert [a["id"] for a in back["data"]] == pages[-2]
+
+
 def test_callers_who_see_different_rows_never_share_a_statement(api, blog, auth_headers):
     draft = str(blog["draft"].id)
     alice = auth_headers(blog["alice"])

@@ -203,3 +203,36 @@ def test_linkage_shapes_that_pass():
     many = read_linkage(_relationship(True), [{"type": "tags", "id": "2", "meta": {}}], "/p", failures, max_items=3)
     assert not failures
     assert one.items == [("/data", "1")] and none.items == [] and many.items == [("/p/0", "2")] and many.many
+
+
+# -- binding schemas -----------------------------------------------------------------------------
+
+class _Plain(colander.MappingSchema):
+    name = colander.SchemaNode(colander.String(), validator=colander.Length(max=5))
+    nested = colander.SchemaNode(colander.Mapping(), colander.SchemaNode(colander.Int(), name="n"), missing=colander.drop)
+
+
+class _Deferred(colander.MappingSchema):
+    name = colander.SchemaNode(colander.String(), validator=colander.deferred(lambda node, kw: colander.Length(max=kw["limit"])))
+
+
+def _registry_request(**extra):
+    return SimpleNamespace(registry=SimpleNamespace(jsonapi=SimpleNamespace(schemas={})), **extra)
+
+
+@pytest.mark.parametrize("schema", [_Plain, _Plain(), _Deferred])
+def test_bound_schema_is_what_colander_bind_gives(schema):
+    from jsonapi_pyramid.validation.envelope import bound_schema
+
+    request = _registry_request(limit=5)
+    for _ in range(2):  # the second time from the registry's cache
+        ours = bound_schema(schema, request=request, limit=5)
+        theirs = (schema() if isinstance(schema, type) else schema).bind(request=request, limit=5)
+        for a, b in zip([ours, *ours.children, *ours.children[-1].children],
+                        [theirs, *theirs.children, *theirs.children[-1].children], strict=True):
+            assert a.bindings == b.bindings == {"request": request, "limit": 5}
+            assert (a.name, type(a.typ), type(a.validator)) == (b.name, type(b.typ), type(b.validator))
+        for cstruct in ({"name": "abc"}, {"name": "abcdef"}, {"name": "ab", "nested": {"n": "x"}}):
+            assert run_schema(ours, cstruct) == run_schema(theirs, cstruct)
+    assert len(request.registry.jsonapi.schemas) == 1
+    assert bound_schema(schema, request=request, limit=5) is not bound_schema(schema, request=request, limit=5)  # a clone each time
