@@ -102,8 +102,10 @@ def paper(results: dict, cores: int) -> list[str]:
         best_n = max(by_n, key=lambda k: by_n[k]["rps"])
         best = by_n[best_n]
         busy = (best["cpu_servers"] + best["cpu_database"] + best["cpu_wrk"]) / best["wall"] if best["wall"] else 0
+        scaling = "".join(f" {n} processes gave {by_n[n]['rps'] / one['rps']:.2f}x the rps of one." for n in sorted(by_n)
+                          if n > 1 and one["rps"])
         lines.append(
-            f"- **{scenario}**: one request costs {server_us:.0f} us of CPU in the service and {database_us:.0f} us in "
+            f"- **{scenario}**:{scaling} One request costs {server_us:.0f} us of CPU in the service and {database_us:.0f} us in "
             f"PostgreSQL (the database's share: {share:.0%}), plus {wrk_us:.0f} us in wrk. Here the best was "
             f"{best['rps']:.0f} rps with {best_n} process(es); the three parties then kept {busy:.2f} of the {cores} cores busy: "
             + ("the machine's CPU is the limit (service, database and load generator share two cores)."

@@ -62,7 +62,8 @@ def header(run: dict, info: dict) -> list[str]:
         f"- load average at the end: {', '.join(f'{x:.2f}' for x in info['load'])} (other work on the machine makes "
         "absolute numbers noisy; ratios come from the same run, apps interleaved run by run)",
         f"- data: `jsonapi-pyramid-initdb --demo --scale {run['scale']}` on a {run['database']}; every app under "
-        f"waitress, {os.environ.get('BENCH_THREADS', '4')} threads, 127.0.0.1",
+        f"waitress, {os.environ.get('BENCH_THREADS', '4')} threads, 127.0.0.1"
+        + ("; servers pinned to the last CPU, wrk to the others (BENCH_PIN=1)" if run.get("pinned") else ""),
         f"- wrk: 1 thread, {run['duration']} s per run, {run['runs']} runs per cell; rps = the median run; p50/p99 "
         "(ms) from that run",
         f"- statements/request: {run['probes']} sequential requests counted (bench/counting.py); calls/request and "

@@ -26,7 +26,8 @@ BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, inste
 BENCH_PROCESSES ("1,2"; "0" skips the phase), BENCH_PROCESS_SCENARIOS ("S1,S3"), BENCH_PG_URL (the
 server for that phase: a database ``jsonapi_bench`` is made there and dropped;
 postgresql+psycopg://postgres@127.0.0.1:5432/postgres), BENCH_ATOMIC (0 skips), BENCH_CALLS (0
-skips), BENCH_BUDGET (minutes, 14: durations are shortened to fit), BENCH_OUT (bench/out),
+skips), BENCH_BUDGET (minutes, 14: durations are shortened to fit), BENCH_PIN (1: servers pinned
+to the last CPU, wrk to the others, as the outside run of issue 18 did), BENCH_OUT (bench/out),
 BENCH_RESULTS (bench/RESULTS.md).
 """
 from __future__ import annotations
@@ -65,6 +66,9 @@ PROCESSES = [int(n) for n in os.environ.get("BENCH_PROCESSES", "1,2").split(",")
 PROCESS_SCENARIOS = os.environ.get("BENCH_PROCESS_SCENARIOS", "S1,S3").split(",")
 PG_SERVER = os.environ.get("BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 BUDGET_S = float(os.environ.get("BENCH_BUDGET", "14")) * 60
+#: BENCH_PIN=1: servers on the last CPU, wrk on the others (as the outside run pinned its server);
+#: not for the processes phase, whose N processes need the cores.
+PIN = os.environ.get("BENCH_PIN") == "1" and hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1
 if os.environ.get("BENCH_PEER") == "1" and "peer" not in APPS:
     APPS.append("peer")
 if os.environ.get("BENCH_ETAG", "1") == "1" and "ours" in APPS and "ours-noetag" not in APPS:
@@ -235,14 +239,25 @@ def before_tree() -> pathlib.Path:
 LIVE: list = []
 
 
+def pinned(cpus: set[int] | None):
+    """A ``preexec_fn`` pinning the child to ``cpus`` (None: no pinning)."""
+    if not PIN or cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+SERVER_CPUS = {(os.cpu_count() or 1) - 1}
+LOAD_CPUS = set(range((os.cpu_count() or 1) - 1)) or None
+
+
 def stop_all() -> None:
     for server in list(LIVE):
         server.stop()
 
 
 class Server:
-    def __init__(self, app: str, url: str, label: str | None = None):
-        self.app, self.url, self.label = app, url, label or app
+    def __init__(self, app: str, url: str, label: str | None = None, pin: bool = True):
+        self.app, self.url, self.label, self.pin = app, url, label or app, pin
         self.start()
 
     def restart(self) -> None:
@@ -261,7 +276,7 @@ class Server:
         env["PYTHONWARNINGS"] = "ignore"
         self.process = subprocess.Popen([python, str(HERE / "serve.py"), app, str(self.port), url],
                                         stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env, cwd=str(ROOT),
-                                        start_new_session=True)
+                                        start_new_session=True, preexec_fn=pinned(SERVER_CPUS if self.pin else None))
         LIVE.append(self)
         self.base = f"http://127.0.0.1:{self.port}"
         self.client = HttpClient(self.base)
@@ -350,7 +365,8 @@ def wrk(binary: str, server: Server, request, connections: int, duration: int) -
     command = [binary, "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "30s", "--latency",
                "-s", str(HERE / "report.lua"), server.base + request.path]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=duration + 60)
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=duration + 60,
+                                preexec_fn=pinned(LOAD_CPUS if server.pin else None))
     except subprocess.TimeoutExpired:
         log(f"wrk on {server.label} did not finish: counted as a failed run")
         return {"requests": 0, "rps": 0.0, "errors": 1, "p50_us": 0, "p99_us": 0, "duration_us": duration * 1e6}
@@ -540,7 +556,7 @@ def processes_phase(binary: str, duration: int) -> dict:
         f = facts(url)
         for n in PROCESSES:
             while len(servers) < n:
-                servers.append(Server("ours", url, label=f"pg-ours-{len(servers) + 1}"))
+                servers.append(Server("ours", url, label=f"pg-ours-{len(servers) + 1}", pin=False))
             for scenario in PROCESS_SCENARIOS:
                 request = build("ours", scenario, servers[0].client, f, {})
                 for server in servers[:n]:
@@ -622,7 +638,7 @@ def main() -> int:
         "processes": procs, "scenarios": scenarios, "apps": APPS, "connections": CONNECTIONS, "runs": RUNS,
         "duration": duration, "scale": SCALE, "database": "PostgreSQL (BENCH_DATABASE_URL)" if PG_URL else "SQLite file",
         "before": BEFORE, "elapsed": time.monotonic() - started, "date": now_iso(), "probes": PROBES,
-        "process_counts": PROCESSES, "root": ROOT,
+        "process_counts": PROCESSES, "root": ROOT, "pinned": PIN,
     })
     log(f"wrote {RESULTS}; done in {(time.monotonic() - started) / 60:.1f} min")
     return 0

@@ -231,7 +231,9 @@ class DocumentBuilder:
         """A document whose primary data is a page of resources."""
         self.compute_metas(loaded)
         data = self.resources(loaded.definition, loaded.primary, loaded.linkage)
-        links = {"self": self.request.url, **(extra_links or {}), **self.page_links(loaded)}
+        path_url = self.request.path_url  # built once for every link (webob builds it from the environ each time)
+        query = self.request.environ.get("QUERY_STRING")
+        links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
         return self.apply_cursors(document, loaded)
 
@@ -257,7 +259,7 @@ class DocumentBuilder:
             document["meta"] = {**meta, "page": page_meta}
         return document
 
-    def page_links(self, loaded: Loaded) -> dict[Any, Any]:
+    def page_links(self, loaded: Loaded, path_url: str | None = None) -> dict[Any, Any]:
         """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
         the request's other query parameters."""
         page = self.plan.page
@@ -266,7 +268,8 @@ class DocumentBuilder:
         if loaded.cursors is not None:
             return loaded.cursors.links
         kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
-        start = f"{self.request.path_url}?{kept}&page[number]=" if kept else f"{self.request.path_url}?page[number]="
+        path_url = path_url or self.request.path_url
+        start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
 
         def link(number: int) -> str:  # the other parameters encoded once
             return f"{start}{number}"
