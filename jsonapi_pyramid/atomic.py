@@ -41,7 +41,7 @@ from .contract import get_registry
 from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
-from .renderer import json_response
+from .traversal import ApiRoot
 from .views import VIEWS
 from .views.write import OPERATIONS
 from .writes import Write
@@ -54,8 +54,9 @@ REF_MEMBERS = frozenset({"type", "id", "lid", "relationship"})
 ROOT = "/atomic:operations"
 
 
-def operations_view(context: Any, request: Request) -> Any:
-    """``POST /api/operations``: every operation or none; 200 with ``atomic:results`` or 204."""
+def operations_view(context: Any, request: Request) -> dict[str, Any] | None:
+    """``POST /api/operations``: every operation or none; 200 with ``atomic:results`` or 204
+    (the ``jsonapi`` renderer writes the document)."""
     request.add_response_callback(_name_the_extension)
     _refuse_query_parameters(request)
     operations = read_operations(request)
@@ -68,10 +69,10 @@ def operations_view(context: Any, request: Request) -> Any:
         except JsonApiError as error:
             raise prefixed(error, f"{ROOT}/{index}") from None
     if not any("data" in result for result in results):
-        return json_response(None, status=204)
-    document = {"jsonapi": {"version": "1.1", "ext": [ATOMIC_EXT]}, "atomic:results": results,
-                "links": {"self": request.url}}
-    return json_response(document)
+        request.response.status_code = 204
+        return None
+    return {"jsonapi": {"version": "1.1", "ext": [ATOMIC_EXT]}, "atomic:results": results,
+            "links": {"self": request.url}}
 
 
 def _name_the_extension(request: Request, response: Any) -> None:
@@ -193,7 +194,7 @@ def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalI
     definition = context.definition
     if lid is not None:
         local_ids.add(definition.type, lid, definition.identity(entity))
-    return {"data": builder.resource(definition, entity)}
+    return {"data": builder.resource(definition, definition.value_of(entity))}
 
 
 def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:
@@ -303,8 +304,9 @@ def _walk(request: Request, segments: list[Any], pointer: str) -> Any:
 
 
 def _view_of(context: Any, method: str) -> Any:
-    for context_type, row_method, view, permission in VIEWS:
-        if type(context) is context_type and row_method == method and view in OPERATIONS:
+    for row in VIEWS:
+        view, permission = row.view, row.permission
+        if type(context) is row.context and row.method == method and view in OPERATIONS:
             definition = context.definition
             on = "collection" if context.entity is None else "item"
             if context.relationship is None and (on, "", method) in definition.operations:
@@ -340,10 +342,8 @@ def _authorize(request: Request, context: Any, permission: Any) -> None:
 def includeme(config: Configurator) -> None:
     """``POST /api/operations``: a view named ``operations`` on the API root (a resource type of
     that name would take the path first)."""
-    from .traversal import ApiRoot
-
     config.add_view(operations_view, context=ApiRoot, name=OPERATIONS_NAME, request_method="POST",
-                    permission=NO_PERMISSION_REQUIRED)
+                    permission=NO_PERMISSION_REQUIRED, renderer="jsonapi")
     # No request_method predicate: tried after the view above, so it answers every other method.
     config.add_view(_post_only, context=ApiRoot, name=OPERATIONS_NAME, permission=NO_PERMISSION_REQUIRED)
 

@@ -4,17 +4,14 @@
 (``writes``) calls it after the checks and before the flush."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import inspect
 from sqlalchemy.orm import RelationshipDirection
 
-from .contract import get_registry
-
-if TYPE_CHECKING:
-    from .contract import ResourceDefinition
-    from .validation import Changes
+from .contract import ResourceDefinition, get_registry
+from .validation import Changes
 
 __all__ = ["add_members", "apply_changes", "assign_attributes", "remove_members", "set_relationship"]
 

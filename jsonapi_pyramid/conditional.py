@@ -26,6 +26,11 @@ from typing import Any
 from pyramid.request import Request
 from pyramid.response import Response
 
+from .document import DocumentBuilder
+from .loading import Loaded
+from .query import QueryPlan
+from .renderer import dumps
+
 __all__ = [
     "ANY",
     "RESOURCE_ETAG",
@@ -92,13 +97,8 @@ def strong_match(tags: Any, etag: str) -> bool:
 
 def resource_etag(request: Request, definition: Any, entity: Any) -> str:
     """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now."""
-    from .document import DocumentBuilder
-    from .loading import Loaded
-    from .query import QueryPlan
-    from .renderer import dumps
-
     builder = DocumentBuilder(request, QueryPlan())
-    document = builder.single(Loaded(definition, [entity]))
+    document = builder.single(Loaded(definition, [definition.value_of(entity)]))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
     return etag_of(dumps(document))
 

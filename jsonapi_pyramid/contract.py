@@ -19,15 +19,17 @@ from __future__ import annotations
 import builtins
 import enum
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
 
 from .identifiers import parse_int
+from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, Readers, StatementCache, attribute_sql, visibility_of
-from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes
+from .schema import Field, StatementCache, attribute_sql, visibility_of
+from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes, resolve_values
 from .transformer import Transformer
 
 __all__ = ["ActionOrder", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
@@ -119,8 +121,11 @@ class ResourceDefinition:
         self.record_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}
-        #: readers of attribute values from records and instances (``schema.Readers``)
-        self.readers: Readers | None = None
+        #: readers of attribute values from values of this type (``records.Readers``)
+        self.readers: Readers = cast("Readers", None)
+        #: the resource id's value from a value of this type (a record's first column, an
+        #: instance's id attribute)
+        self.id_of: Callable[[Any], Any] = attrgetter("id")
         #: ``aliased(model)``: the owner side of relationship joins (an alias, so a relationship
         #: from a model to itself joins two distinct tables). Made once: building one costs
         #: milliseconds, and a stable alias keeps SQLAlchemy's statement cache warm.
@@ -157,6 +162,14 @@ class ResourceDefinition:
     def family_types(self) -> tuple[str, ...]:
         """The types a resource of this type may be shown as (itself and registered subtypes)."""
         return (self.type, *(sub.type for sub in self.subtypes))
+
+    def value_of(self, entity: Any) -> Any:
+        """The mapped instance ``entity`` in the shape this type's transformer receives (module
+        ``records``): its record when the type is read as records, else the instance itself. The
+        one door through which instances (single reads, write answers, custom operations) reach
+        a document."""
+        readers = self.readers
+        return readers.as_record(entity) if readers.records else entity
 
     def identity(self, entity: Any) -> str:
         """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
@@ -234,6 +247,8 @@ class Registry:
             resolve_own(definition)
         for definition in self.types.values():
             resolve_subtypes(definition, self)
+        for definition in self.types.values():
+            resolve_values(definition)
         for definition in self.types.values():
             resolve_links(definition, self)
         for definition in self.types.values():

@@ -26,6 +26,11 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
 from pyramid_retry import is_error_retryable
 
+from .contract import get_registry
+from .operations import operation_methods
+from .traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
+from .views import allowed_methods
+
 __all__ = ["ALLOW_HEADERS", "ANY_ORIGIN", "EXPOSE_HEADERS", "cors_tween_factory", "named_view_methods", "parse_origins",
            "preflight_methods"]
 
@@ -64,11 +69,6 @@ def preflight_methods(request: Request, named: dict[Any, Any]) -> list[str]:
     """The methods ``Allow`` lists for the request's URL (what its context answers), found from
     the path and the registry: no traversal, no database. An URL no view answers: [].
     ``named``: the methods of the named views on the root and the api node (``named_view_methods``)."""
-    from .contract import get_registry
-    from .operations import operation_methods
-    from .traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
-    from .views import allowed_methods
-
     segments = [segment for segment in request.path_info.split("/") if segment]
     registry = get_registry(request)
     if not segments:
@@ -99,8 +99,6 @@ def preflight_methods(request: Request, named: dict[Any, Any]) -> list[str]:
 def named_view_methods(registry: Any) -> dict[Any, Any]:
     """(context class, view name) -> methods of the named views on the root and the api node
     (``/health``, ``/api/openapi.json``, ...), from Pyramid's introspector."""
-    from .traversal import ApiRoot, Root
-
     methods: dict[Any, Any] = {}
     for entry in registry.introspector.get_category("views") or ():
         view = entry["introspectable"]

@@ -21,14 +21,12 @@ from urllib.parse import quote, urlencode
 
 from pyramid.request import Request
 from pyramid.traversal import find_interface
-from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition
 from .include_pages import PagedMembers
 from .includes import load_includes
-from .loading import Loaded, id_getter, load_linkage_page, load_related_one
+from .loading import Loaded, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
-from .schema import Readers
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls
@@ -67,7 +65,7 @@ def resource_document(request: Request, plan: QueryPlan, definition: ResourceDef
     """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
     ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
     are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
-    loaded = Loaded(definition, [entity] if entity is not None else [])
+    loaded = Loaded(definition, [definition.value_of(entity)] if entity is not None else [])
     tree = plan.include
     if linkage:
         tree = dict(tree)
@@ -133,8 +131,8 @@ class DocumentBuilder:
     def _shape(self, definition: ResourceDefinition) -> Any:
         """What resources of ``definition``'s type show in this document, worked out once:
         (transformer, attributes, the relationships shown, the id getter, the type's URL
-        prefix, and the reader of a record's attribute values when the transformer's
-        own ``transform`` is not overridden, else None)."""
+        prefix, and the reader of the attribute values when the transformer's ``transform`` is
+        not overridden, else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
@@ -142,9 +140,9 @@ class DocumentBuilder:
             names = tuple(definition.relationships.names())
             relationships = names if wanted is None else tuple(r for r in names if r in wanted)
             transformer = definition.new_transformer(self.request)
-            plain = type(transformer).transform is Transformer.transform and definition.record_columns is not None
-            shape = (transformer, attributes, relationships, id_getter(definition), f"{self.base}{definition.type}/",
-                     cast("Readers", definition.readers).record(type(transformer), attributes) if plain else None)
+            plain = type(transformer).transform is Transformer.transform
+            shape = (transformer, attributes, relationships, definition.id_of, f"{self.base}{definition.type}/",
+                     definition.readers.values(type(transformer), attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
 
@@ -152,12 +150,13 @@ class DocumentBuilder:
         return f"{self.base}{definition.type}/{resource_id}"
 
     def resource(self, definition: ResourceDefinition, entity: Any, linkage: dict[Any, Any] | None = None) -> dict[Any, Any]:
-        """The resource object of an instance or a record; ``linkage``: ``Loaded.linkage``."""
+        """The resource object of a value of ``definition``'s type (``records``); ``linkage``:
+        ``Loaded.linkage``."""
         return self.resources(definition, (entity,), linkage)[0]
 
     def resources(self, definition: ResourceDefinition, entities: Any, linkage: dict[Any, Any] | None = None) -> list[dict[Any, Any]]:
-        """The resource objects of instances or records of one type, in order (the rows of a
-        polymorphic base each as its own class's type)."""
+        """The resource objects of values of one type, in order (the instances of a polymorphic
+        base each as its own class's type)."""
         if definition.subtypes:
             out = []
             for entity in entities:
@@ -166,15 +165,15 @@ class DocumentBuilder:
         return self._resources(definition, entities, linkage)
 
     def _resources(self, definition: ResourceDefinition, entities: Any, linkage: dict[Any, Any] | None) -> list[dict[Any, Any]]:
-        transformer, attributes, relationships, get_id, prefix, read_record = (
+        transformer, attributes, relationships, get_id, prefix, read = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
         metas = self._metas.get(definition.type) if self._metas else None
         out = []
         for entity in entities:
             resource_id = str(get_id(entity))
-            if read_record is not None and type(entity) is Row:
-                shown = dict(zip(attributes, read_record(entity)))
+            if read is not None:
+                shown = dict(zip(attributes, read(entity)))
             else:
                 shown = transformer.transform(entity, attributes)
             obj = resource_object(type_name, resource_id, prefix + resource_id, shown, relationships,
@@ -244,7 +243,7 @@ class DocumentBuilder:
 
     @staticmethod
     def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:
-        """Cursor pagination: the profile in ``jsonapi.profile`` (``json_response`` puts it in the
+        """Cursor pagination: the profile in ``jsonapi.profile`` (the ``jsonapi`` renderer puts it in the
         ``Content-Type`` too), an item cursor in each item's ``meta.page.cursor`` and the
         pagination metadata (``rangeTruncated``, ``total``) in the top-level ``meta.page``."""
         cursors = loaded.cursors

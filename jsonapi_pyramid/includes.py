@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, select
 
 from .contract import get_registry
 from .include_pages import IncludePage, PagedMembers, page_members, paged_statement
-from .loading import Loaded, id_getter, read_records
+from .loading import Loaded, read_records
 
 __all__ = ["load_includes"]
 
@@ -22,7 +22,7 @@ def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages:
     ``pages``: include path -> ``IncludePage`` of the paged to-many paths (``include_pages``)."""
     if not tree or not loaded.primary:
         return
-    get_id, shown_as = id_getter(loaded.definition), loaded.definition.definition_of
+    get_id, shown_as = loaded.definition.id_of, loaded.definition.definition_of
     seen = {(shown_as(entity).type, str(get_id(entity))) for entity in loaded.primary}
     _load_level(request, loaded, loaded.definition, loaded.primary, tree, seen, pages or {}, "")
 
@@ -34,7 +34,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
     it: resource identifiers (one object per related resource, shared by every parent naming it)."""
     if not parents or not tree:
         return
-    get_id = id_getter(definition)
+    get_id = definition.id_of
     parent_ids = [get_id(parent) for parent in parents]
     parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
     # the rows of a polymorphic base are shown (and their linkage kept) under their own types
@@ -45,7 +45,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         target = relationship.target_definition
         page = pages.get(prefix + name)
         pairs, counts = _include_pairs(request, statements, definition, relationship, parameters, page)
-        child_id = id_getter(target)
+        child_id = target.id_of
         by_parent: dict[Any, list[Any]] = {}
         identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
         children = []

@@ -12,19 +12,17 @@ lists, counts, includes, related reads, linkage reads and (in ``filtering``) the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
-from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion, related_count
 from .pagination import CursorPage, OrderKey, is_count_key, load_cursor_page
 from .query import Page, QueryPlan
 
-__all__ = ["Loaded", "count_of", "id_getter"]
+__all__ = ["Loaded", "count_of"]
 
 @dataclass
 class Loaded:
@@ -256,13 +254,6 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
     if criterion is not None:
         statement = statement.where(criterion)
     return request.dbsession.scalars(statement.limit(1)).first()
-
-
-def id_getter(definition: Any) -> Any:
-    """Reads the id of an instance or a record (whose first column is the id) of ``definition``
-    (also the document's reader of resource ids)."""
-    by_attribute = attrgetter(definition.id_attribute)
-    return lambda entity: entity[0] if type(entity) is Row else by_attribute(entity)
 
 
 # -- metas ---------------------------------------------------------------------------------------

@@ -239,7 +239,8 @@ def collection(request: Request, entities: list[Any], *, status: int = 200, defi
     if definition is None:
         definition = _definition(request, entities[0]) if entities else request.context.definition
     plan = parse_query(request, definition, collection=False)
-    return _respond(request, page_document(request, plan, Loaded(definition, list(entities))), status, None)
+    loaded = Loaded(definition, [definition.value_of(entity) for entity in entities])
+    return _respond(request, page_document(request, plan, loaded), status, None)
 
 
 def includeme(config: Configurator) -> None:

@@ -9,18 +9,16 @@ on Pyramid's registry) builds for every definition:
   from the one mapping ``Transformer.entity_attribute``), the mapped column and its ``kind``
   (``column_kind``: what query values parse to, what the OpenAPI document says, whether a cursor
   can carry it), the SQL expression, nullability;
-* ``Readers``: the readers of attribute values from records and instances;
+* ``records.Readers``: the readers of attribute values, in the type's value shape;
 
 and every cache lives on that registry (``StatementCache``), never at module level, so two
 applications in one process share nothing.
 """
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any, cast
+from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import inspect
@@ -29,7 +27,7 @@ from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["CURSOR_KINDS", "Field", "Readers", "StatementCache", "attribute_sql", "build_fields", "column_kind", "visibility_of"]
+__all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -118,76 +116,6 @@ def build_fields(model: Any, transformer_class: Any) -> dict[str, Field]:
             nullable=column is None or bool(getattr(column, "nullable", True)),  # a column_property: a Label
         )
     return fields
-
-
-class Readers:
-    """Readers of attribute values for one resource type, made once per (transformer class,
-    entity class, names) and kept on its definition.
-
-    A record (``transformer``) holds the id, then the column of every attribute of the type's
-    own transformer, labelled with the entity attribute. An instance is read from its
-    ``__dict__`` in one C call when every name is a loaded column attribute. Keyed by the
-    transformer class as well: its ``attribute_map`` decides which column a name reads."""
-
-    def __init__(self, model: Any, transformer_class: Any, record_layout: tuple[str, ...]) -> None:
-        self.model = model
-        self.transformer_class = transformer_class
-        #: JSON name -> position in a record of this type
-        self.positions = {name: 1 + index for index, name in enumerate(record_layout)}
-        self._records: dict[Any, Any] = {}
-        self._instances: dict[Any, Any] = {}
-
-    def record(self, transformer_class: Any, names: tuple[Any, ...]) -> Callable[[Any], tuple[Any, ...]]:
-        """The reader of the values of ``names`` from a record, in that order (one C call)."""
-        key = (transformer_class, names)
-        reader = self._records.get(key)
-        if reader is None:
-            reader = self._records.setdefault(key, self._record_reader(transformer_class, names))
-        return cast("Callable[[Any], tuple[Any, ...]]", reader)
-
-    def _record_reader(self, transformer_class: Any, names: tuple[Any, ...]) -> Any:
-        positions = self.positions
-        if transformer_class is not self.transformer_class or any(name not in positions for name in names):
-            keys = tuple(transformer_class.entity_attribute(name) for name in names)
-            return lambda record: tuple(getattr(record, key) for key in keys)
-        if not names:
-            return lambda record: ()
-        if len(names) == 1:
-            only = positions[names[0]]
-            return lambda record: (record[only],)
-        return itemgetter(*(positions[name] for name in names))
-
-    def instance(self, transformer_class: Any, entity: Any, names: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The values of ``names`` from a mapped instance (or any object), in that order."""
-        entity_class = type(entity)
-        key = (transformer_class, entity_class, names)
-        reader = self._instances.get(key)
-        if reader is None:
-            reader = self._instances.setdefault(key, self._instance_reader(transformer_class, entity_class, names))
-        fast, slow = reader
-        if fast is not None:
-            # KeyError: an attribute not loaded (expired or deferred): read it the ORM's way.
-            with contextlib.suppress(KeyError):
-                return cast("tuple[Any, ...]", fast(entity.__dict__))
-        return cast("tuple[Any, ...]", slow(entity))
-
-    @staticmethod
-    def _instance_reader(transformer_class: Any, entity_class: Any, names: tuple[Any, ...]) -> Any:
-        keys = tuple(transformer_class.entity_attribute(name) for name in names)
-
-        def slow(entity: Any) -> Any:
-            return tuple(getattr(entity, key) for key in keys)
-
-        mapper = inspect(entity_class, raiseerr=False)
-        if mapper is None or not keys or not hasattr(mapper, "attrs"):
-            return None, slow
-        for key in keys:
-            if not isinstance(mapper.attrs.get(key), ColumnProperty) or getattr(entity_class, key, None) is None:
-                return None, slow
-        if len(keys) == 1:
-            only = keys[0]
-            return (lambda state: (state[only],)), slow
-        return itemgetter(*keys), slow
 
 
 #: ``request.__dict__`` keys: the visibility criterion of each definition for this request, and

@@ -5,14 +5,16 @@ this order, so a dotted path may run through a type registered later:
 
 1. ``resolve_own``: the model's id, transformer (and what it declares) and relationships list;
 2. ``resolve_subtypes``: a registered model with registered subclasses is a polymorphic base;
-3. ``resolve_links``: the relationships, once every type is known;
-4. ``resolve_paths``: the filter and sort declarations, once every relationship is bound.
+3. ``resolve_values``: the value shape of each type (records or instances, ``records``);
+4. ``resolve_links``: the relationships, once every type is known;
+5. ``resolve_paths``: the filter and sort declarations, once every relationship is bound.
 
 A mistake is a ``ConfigurationError`` naming the model and the field, so it can never reach a
 client. The definitions are passed in (this module sits below ``contract`` in the layer list).
 """
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from pyramid.exceptions import ConfigurationError
@@ -21,11 +23,12 @@ from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import NullType
 
 from .identifiers import id_generated, id_rule
+from .records import Readers
 from .relationships import RelationshipsCollection
-from .schema import Readers, attribute_sql, build_fields, column_kind
+from .schema import attribute_sql, build_fields, column_kind
 from .transformer import Transformer, meta_method_name
 
-__all__ = ["resolve_links", "resolve_own", "resolve_paths", "resolve_subtypes"]
+__all__ = ["resolve_links", "resolve_own", "resolve_paths", "resolve_subtypes", "resolve_values"]
 
 
 def resolve_own(definition: Any) -> None:
@@ -48,7 +51,6 @@ def resolve_own(definition: Any) -> None:
     definition.id_generated = id_generated(column)
     sample = _resolve_transformer(definition)
     definition.fields = build_fields(model, definition.transformer_class)
-    definition.readers = Readers(model, definition.transformer_class, definition.attributes)
     definition.owner = aliased(model)
     definition.record_columns = _record_columns(definition, mapper, sample)
     declared = getattr(model, "relationships", None)
@@ -132,7 +134,18 @@ def resolve_subtypes(definition: Any, registry: Any) -> None:
             )
     definition.subtypes = tuple(sorted(subtypes, key=lambda d: -len(d.model.__mro__)))
     definition.by_class = {d.model: d for d in (definition, *definition.subtypes)}
-    definition.record_columns = None
+    for member in (definition, *subtypes):  # the whole family: instances, each shown as its class's type
+        member.record_columns = None
+
+
+def resolve_values(definition: Any) -> None:
+    """The value shape of the type (``records``), once polymorphic families are known: records
+    of ``record_columns``, or mapped instances when there are none; its readers, and the reader
+    of the id of one of its values (``id_of``)."""
+    columns = definition.record_columns
+    record_keys = None if columns is None else tuple(column.key for column in columns)
+    definition.readers = Readers(definition.model, definition.transformer_class, definition.attributes, record_keys)
+    definition.id_of = itemgetter(0) if columns is not None else attrgetter(definition.id_attribute)
 
 
 def resolve_links(definition: Any, registry: Any) -> None:

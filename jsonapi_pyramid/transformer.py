@@ -12,23 +12,22 @@ query per document instead of one per resource. ``count_of("comments")`` builds 
 The library makes a new transformer per request and type (the seed's ``transformer()``), and sets
 ``request`` and ``definition`` on it, so a transformer may tailor what it shows to the caller.
 
-Records. On reads (lists, related collections, includes) the library does not build ORM instances:
-it selects the columns the transformer needs and hands ``transform`` and the meta methods a
-*record*, a SQLAlchemy ``Row`` whose attributes are the entity's: the id attribute, the column
-attribute behind every name in ``attributes``, and the attributes listed in ``reads`` (for a
-``transform`` override that looks at more columns). ``record.id``, ``record.created_at`` read as
-they do on an instance (a column attribute named like a tuple method, ``count`` or ``index``,
-reads as ``record._mapping["count"]``). A type whose attributes are not all plain column attributes (a Python
-property, a hybrid, a relationship), or whose transformer sets ``entities = True``, is read as
-mapped instances instead, as are the resources of single reads and write answers.
+Records. A transformer receives one shape of value (module ``records``): by default a *record*,
+a SQLAlchemy ``Row`` whose attributes are the entity's: the id attribute, the column attribute
+behind every name in ``attributes``, and the attributes listed in ``reads`` (for a ``transform``
+override that looks at more columns). ``record.id``, ``record.created_at`` read as they do on an
+instance (a column attribute named like a tuple method, ``count`` or ``index``, reads as
+``record._mapping["count"]``). Lists, includes and cursor pages select records; single reads,
+write answers and custom operations turn their instance into its record. A type whose
+attributes are not all plain column attributes (a Python property, a hybrid, a relationship),
+whose transformer sets ``entities = True``, or that belongs to a polymorphic family receives
+mapped instances instead, everywhere.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-from sqlalchemy.engine import Row
 
 __all__ = ["Transformer", "meta_method_name", "snake_case"]
 
@@ -69,17 +68,15 @@ class Transformer:
 
     def transform(self, entity: Any, names: Iterable[str]) -> dict[str, Any]:
         """The ``attributes`` object of ``entity``, restricted to ``names`` (already filtered by
-        sparse fieldsets). ``entity`` is a mapped instance or a record (see the module's doc).
+        sparse fieldsets). ``entity`` is a record, or a mapped instance for a type read as
+        instances (see the module's doc).
         Override to hide or add values; call ``super()`` for the rest."""
         if type(names) is not tuple:
             names = tuple(names)
         definition = self.definition
         if definition is None:  # a transformer made outside the library
             return {name: getattr(entity, self.entity_attribute(name)) for name in names}
-        readers = definition.readers
-        if type(entity) is Row:  # a record: (id, *attributes, *reads, ...) by position
-            return dict(zip(names, readers.record(type(self), names)(entity)))
-        return dict(zip(names, readers.instance(type(self), entity, names)))
+        return dict(zip(names, definition.readers.values(type(self), names)(entity)))
 
     def compute_metas(self, entities: list[Any], fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
         """Requested meta fields that this transformer makes available: field -> {entity: value}.

@@ -26,7 +26,8 @@ on a node overrides the generated example value.
 
 The package, one concern per module: ``schemas`` (colander and column types -> JSON Schema,
 examples), ``common`` (shared names, error statuses, the security rule), the builder's parts
-``components``, ``parameters`` and ``paths``, ``document`` (the builder; ``get_document``),
+``components``, ``parameters``, ``paths``, ``atomic`` (``POST /api/operations``) and
+``conditional`` (ETags and preconditions), ``document`` (the builder; ``get_document``),
 ``pages`` (the views and ``includeme``) and ``cli`` (the command).
 """
 from __future__ import annotations

@@ -7,12 +7,12 @@ from typing import Any
 import orjson
 
 from ..contract import get_registry
-from ..openapi_atomic import add_atomic_operations
-from ..openapi_conditional import add_conditional_requests
 from ..renderer import MEDIA_TYPE
 from ..views import VIEWS
+from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
 from .components import ComponentsMixin
+from .conditional import add_conditional_requests
 from .parameters import ParametersMixin
 from .paths import PathsMixin
 
@@ -51,15 +51,15 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
         definitions = sorted(self.jsonapi.types.values(), key=lambda d: d.type)
         for definition in definitions:
             self._resource_schemas(definition)
-        for context, method, _view, permission in VIEWS:
+        for row in VIEWS:
             for definition in definitions:
-                self._view_row(definition, context, method, permission)
+                self._view_row(definition, row)
         for definition in definitions:
             for operation in self._custom_operations(definition):
                 self._custom_operation(definition, operation)
         self._publishing_paths()
         self._other_views()
-        add_atomic_operations(self)  # POST /api/operations (openapi_atomic.py)
+        add_atomic_operations(self)  # POST /api/operations (openapi/atomic.py)
         responses = {_ERROR_NAMES[status]: self._error_response(status) for status in ERROR_STATUSES}
         document = {
             "openapi": OPENAPI_VERSION,

@@ -1,5 +1,6 @@
-"""The document's ``paths``, derived from the view table (``views.VIEWS``), custom operations and
-the other named views (a part of the builder, ``document._Builder``)."""
+"""The document's ``paths``, derived from the view table (``views.VIEWS``: every row, for every
+type, as its ``Doc`` column describes it), custom operations and the other named views (a part
+of the builder, ``document._Builder``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -40,24 +41,98 @@ class PathsMixin:
     _id_schema: Any
     request_example: Any
 
-    # -- operations -----------------------------------------------------------------------------
-    def _view_row(self, definition: Any, context: Any, method: str, permission: Any) -> None:
-        T = definition.type
-        item_path = f"{self.root}/{T}/{{id}}"
+    # -- the view table's rows -----------------------------------------------------------------
+    def _view_row(self, definition: Any, row: Any) -> None:
+        """Every operation ``row`` of ``views.VIEWS`` gives ``definition``'s type: one per
+        relationship of the row's kind on relationship nodes."""
+        item_path = f"{self.root}/{definition.type}/{{id}}"
         id_param = self._id_param(definition)
-        if context is Collection:
-            self._collection_or_item(definition, f"{self.root}/{T}", method, permission, "collection", [])
-        elif context is Item:
-            self._collection_or_item(definition, item_path, method, permission, "item", [id_param])
-        elif context in (Related, ToOneLinkage, ToManyLinkage):
+        if row.context is Collection:
+            self._row_operation(definition, row, f"{self.root}/{definition.type}", "collection", [], None)
+        elif row.context is Item:
+            self._row_operation(definition, row, item_path, "item", [id_param], None)
+        elif row.context in (Related, ToOneLinkage, ToManyLinkage):
+            related = row.context is Related
             for relationship in definition.relationships:
-                if (context is ToOneLinkage and relationship.many) or (context is ToManyLinkage and not relationship.many):
+                if (row.context is ToOneLinkage and relationship.many) or (row.context is ToManyLinkage and not relationship.many):
                     continue
-                if context is Related:
-                    path = f"{item_path}/{relationship.name}"
-                else:
-                    path = f"{item_path}/relationships/{relationship.name}"
-                self._relationship_operation(definition, relationship, context is Related, path, method, permission, id_param)
+                path = f"{item_path}/{relationship.name}" if related else f"{item_path}/relationships/{relationship.name}"
+                self._row_operation(definition, row, path, "related" if related else "linkage", [id_param], relationship)
+
+    def _row_operation(self, definition: Any, row: Any, path: str, node: str, path_params: list[Any],
+                       relationship: Any) -> None:
+        T, method = definition.type, row.method
+        prefix = f"{T}." if relationship is None else f"{T}.{relationship.name}."
+        replacement = definition.operations.get((node, "", method)) if relationship is None else None
+        common = {} if relationship is None else {"relationship": relationship}
+        if replacement is not None:  # a custom operation replaces the row for this type
+            op = self._custom(definition, replacement, node, method, path_params,
+                              (403, 404, 409, 422) if node == "item" else (403, 409, 422),
+                              operation_id=f"{T}.{node}.{method.lower()}",
+                              summary=f"{method} {path} ({T}'s own operation)")
+        elif row.doc is None:  # a row the table does not describe: documented generically
+            op = self._operation(definition, method, row.permission, node, **common, summary=f"{method} {path}",
+                                 operation_id=f"{prefix}{node}.{method.lower()}", parameters=path_params,
+                                 responses={"200": {"description": "Success."}}, errors=(404, 409, 422))
+        else:
+            op = self._documented(definition, row, node, path_params, relationship)
+        self._add(path, method, op)
+
+    def _documented(self, definition: Any, row: Any, node: str, path_params: list[Any], relationship: Any) -> dict[Any, Any]:
+        """The operation of a row from its ``views.Doc``."""
+        doc, method = row.doc, row.method
+        target = definition if relationship is None else relationship.target_definition
+        names = {"T": definition.type, "R": "" if relationship is None else relationship.name, "U": target.type}
+        status, _, schemas = doc.answer.partition(" ")
+        response: dict[Any, Any] = {"description": doc.text.format(**names)}
+        if schemas:
+            to_one, _, to_many = schemas.partition("|")
+            response = _document_response(target.type, to_many if to_many and relationship.many else to_one,
+                                          response["description"])
+        if status == "201":
+            response["headers"] = {"Location": {"description": "The URL of the new resource.", "schema": {"type": "string"}}}
+        body, example, note = self._row_body(definition, target, relationship, doc.body, method)
+        common = {} if relationship is None else {"relationship": relationship}
+        return self._operation(definition, method, row.permission, node, **common,
+                               summary=doc.summary.format(**names),
+                               operation_id=f"{definition.type}.{'' if relationship is None else relationship.name + '.'}{doc.name}",
+                               parameters=path_params + self._row_query(definition, target, relationship, doc.query),
+                               responses={status: response}, errors=doc.errors, body=body, example=example,
+                               description=note)
+
+    def _row_query(self, definition: Any, target: Any, relationship: Any, query: str) -> list[Any]:
+        """The query parameters of a row (``views.Doc.query``)."""
+        if query == "page":
+            return cast("list[Any]", self._read_parameters(definition, collection=True))
+        if query == "single":
+            return cast("list[Any]", self._read_parameters(definition, collection=False))
+        if query == "related":
+            return cast("list[Any]", self._read_parameters(target, collection=relationship.many))
+        if query == "linkage" and relationship.many:
+            return cast("list[Any]", self._read_parameters(target, collection=True, include=False))
+        return []
+
+    def _row_body(self, definition: Any, target: Any, relationship: Any, body: str,
+                  method: str) -> tuple[Any, Any, str | None]:
+        """(schema, example, note) of a row's request body (``views.Doc.body``)."""
+        if not body:
+            return None, None, None
+        if body in ("CreateRequest", "UpdateRequest"):
+            kind = "create" if body == "CreateRequest" else "update"
+            return _ref("schemas", _camel(definition.type, body)), self.request_example(definition, kind), None
+        identifier = {"type": target.type, "id": _example_id(target)}
+        schema = _ref("schemas", _camel(target.type, body))
+        if body == "ToOneLinkageRequest":
+            return schema, {"data": identifier}, None
+        example: dict[str, Any] | None = {"data": [identifier]}
+        note = None
+        if method != "POST" and members_stay_linked(relationship):
+            R = relationship.name
+            note = (f"A member cannot leave `{R}`: its own link back is required (a foreign key that "
+                    f"cannot be null), so removing one is a 422; link it elsewhere instead.")
+            if method == "DELETE":
+                example = None
+        return schema, example, note
 
     def _operation(self, definition: Any, method: Any, permission: Any, node: Any, relationship: Any = None, *,
                    summary: Any, operation_id: Any,
@@ -92,106 +167,6 @@ class PathsMixin:
 
     def _add(self, path: str, method: str, operation: dict[Any, Any]) -> None:
         self.paths.setdefault(path, {})[method.lower()] = operation
-
-    def _collection_or_item(self, definition: Any, path: Any, method: Any, permission: Any, node: Any, path_params: Any) -> None:
-        T = definition.type
-
-        def doc(name: Any, text: Any) -> Any:
-            return _document_response(T, name, text)
-
-        key = (node, method)
-        replacement = definition.operations.get((node, "", method))
-        if replacement is not None:
-            op = self._custom(definition, replacement, node, method, path_params,
-                              (403, 404, 409, 422) if node == "item" else (403, 409, 422),
-                              operation_id=f"{T}.{node}.{method.lower()}",
-                              summary=f"{method} {path} ({T}'s own operation)")
-        elif key == ("collection", "GET"):
-            op = self._operation(definition, method, permission, node, summary=f"List {T}", operation_id=f"{T}.list",
-                                 parameters=self._read_parameters(definition, collection=True),
-                                 responses={"200": doc("CollectionDocument", f"A page of `{T}`.")}, errors=())
-        elif key == ("collection", "POST"):
-            location = {"Location": {"description": "The URL of the new resource.", "schema": {"type": "string"}}}
-            response = doc("Document", f"The created `{T}`.")
-            response["headers"] = location
-            op = self._operation(definition, method, permission, node, summary=f"Create one of {T}",
-                                 operation_id=f"{T}.create", responses={"201": response},
-                                 parameters=self._read_parameters(definition, collection=False),
-                                 errors=(403, 409), body=_ref("schemas", _camel(T, "CreateRequest")),
-                                 example=self.request_example(definition, "create"))
-        elif key == ("item", "GET"):
-            op = self._operation(definition, method, permission, node, summary=f"Show one of {T}",
-                                 operation_id=f"{T}.show",
-                                 parameters=path_params + self._read_parameters(definition, collection=False),
-                                 responses={"200": doc("Document", f"The `{T}` resource.")}, errors=(404,))
-        elif key == ("item", "PATCH"):
-            op = self._operation(definition, method, permission, node, summary=f"Update one of {T}",
-                                 operation_id=f"{T}.update",
-                                 parameters=path_params + self._read_parameters(definition, collection=False),
-                                 responses={"200": doc("Document", f"The updated `{T}`.")}, errors=(404, 409),
-                                 body=_ref("schemas", _camel(T, "UpdateRequest")),
-                                 example=self.request_example(definition, "update"))
-        elif key == ("item", "DELETE"):
-            op = self._operation(definition, method, permission, node, summary=f"Remove one of {T}",
-                                 operation_id=f"{T}.remove", parameters=path_params,
-                                 responses={"204": {"description": "Removed."}}, errors=(404, 409))
-        else:
-            op = self._operation(definition, method, permission, node, summary=f"{method} {path}",
-                                 operation_id=f"{T}.{node}.{method.lower()}", parameters=path_params,
-                                 responses={"200": {"description": "Success."}}, errors=(404, 409, 422))
-        self._add(path, method, op)
-
-    def _relationship_operation(self, definition: Any, relationship: Any, related: bool, path: Any, method: Any,
-                                permission: Any, id_param: Any) -> None:
-        T, R = definition.type, relationship.name
-        target = relationship.target_definition
-
-        def doc(name: Any, text: Any) -> Any:
-            return _document_response(target.type, name, text)
-
-        node = "related" if related else "linkage"
-        common = {"relationship": relationship}
-        if related and method == "GET":
-            op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Related {R} of one of {T}", operation_id=f"{T}.{R}.related",
-                                 parameters=[id_param] + self._read_parameters(target, collection=relationship.many),
-                                 responses={"200": doc("CollectionDocument" if relationship.many else "NullableDocument",
-                                                       f"The related `{target.type}`.")}, errors=(404,))
-        elif not related and method == "GET":
-            parameters = [id_param] + (self._read_parameters(target, collection=True, include=False) if relationship.many else [])
-            op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Linkage of {R} of one of {T}", operation_id=f"{T}.{R}.linkage",
-                                 parameters=parameters,
-                                 responses={"200": doc("ToManyLinkageDocument" if relationship.many else "ToOneLinkageDocument",
-                                                       "The resource identifiers.")}, errors=(404,))
-        elif not related and relationship.many and method in ("POST", "PATCH", "DELETE"):
-            verb = {"POST": "Add to", "PATCH": "Replace", "DELETE": "Remove from"}[method]
-            example: dict[str, Any] | None = {"data": [{"type": target.type, "id": _example_id(target)}]}
-            note = None
-            if method != "POST" and members_stay_linked(relationship):
-                note = (f"A member cannot leave `{R}`: its own link back is required (a foreign key that "
-                        f"cannot be null), so removing one is a 422; link it elsewhere instead.")
-                if method == "DELETE":
-                    example = None
-            op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"{verb} {R} of one of {T}",
-                                 operation_id=f"{T}.{R}.linkage.{method.lower()}", parameters=[id_param],
-                                 responses={"200": doc("ToManyLinkageDocument", "The linkage after the change.")},
-                                 errors=(404, 409), body=_ref("schemas", _camel(target.type, "ToManyLinkageRequest")),
-                                 example=example, description=note)
-        elif not related and not relationship.many and method == "PATCH":
-            example = {"data": {"type": target.type, "id": _example_id(target)}}
-            op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"Replace or clear {R} of one of {T}",
-                                 operation_id=f"{T}.{R}.linkage.patch", parameters=[id_param],
-                                 responses={"204": {"description": "Changed."}}, errors=(404, 409),
-                                 body=_ref("schemas", _camel(target.type, "ToOneLinkageRequest")), example=example)
-        else:
-            op = self._operation(definition, method, permission, node, **common,
-                                 summary=f"{method} {path}", operation_id=f"{T}.{R}.{node}.{method.lower()}",
-                                 parameters=[id_param], responses={"200": {"description": "Success."}},
-                                 errors=(404, 409, 422))
-        self._add(path, method, op)
 
     # -- custom operations ----------------------------------------------------------------------
     def _custom_operations(self, definition: Any) -> list[Any]:

@@ -35,6 +35,8 @@ from typing import Any
 
 from pyramid.request import Request
 
+from ..contract import get_registry
+from . import checks
 from .client import SCHEMA_PATH, Client, schema_validator
 from .kit import Kit
 
@@ -56,9 +58,7 @@ def cases_of(registry: Any) -> list[str]:
 def conformance(app_factory: Callable[..., Any], *, skip: Mapping[str, str] | None = None) -> Any:
     """A pytest test function running every generated case of the application ``app_factory()``
     builds. ``skip``: type or case id -> reason."""
-    import pytest
-
-    from ..contract import get_registry
+    import pytest  # the [testing] extra: imported only where a test suite asks for the cases
 
     registry = get_registry(app_factory().registry)
     skip = dict(skip or {})
@@ -69,8 +69,6 @@ def conformance(app_factory: Callable[..., Any], *, skip: Mapping[str, str] | No
 
     @pytest.mark.parametrize("jsonapi_case", params)
     def test_conformance(jsonapi_case: Any, jsonapi_client: Any, jsonapi_factories: Any, request: Request) -> None:
-        from . import checks
-
         try:
             headers = request.getfixturevalue("jsonapi_headers")
         except pytest.FixtureLookupError:

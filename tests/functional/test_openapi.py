@@ -385,3 +385,25 @@ def test_schemathesis_fuzz(wsgi_app, blog, admin_headers):
     cases, failures = run_schemathesis(wsgi_app, admin_headers, examples=examples, budget=budget, derandomize=False)
     assert not failures, "\n\n".join(failures)
     assert cases > 0
+
+
+def test_a_new_row_of_the_view_table_is_documented_from_its_doc(wsgi_app, monkeypatch):
+    """The paths come from the view table: a row added to ``VIEWS`` appears for every type, as
+    its ``Doc`` column describes it (or generically without one); no second list to keep."""
+    from jsonapi_pyramid.openapi import document as builder
+    from jsonapi_pyramid.security import Permission
+    from jsonapi_pyramid.views import VIEWS, Doc, View
+
+    row = View(Item, "PUT", lambda context, request: None, Permission.UPDATE,
+               Doc("replace", "Replace one of {T}", "200 Document", "The replaced `{T}`.", (404, 409), "single",
+                   "UpdateRequest"))
+    monkeypatch.setattr(builder, "VIEWS", [*VIEWS, row])
+    paths = openapi.build_document(wsgi_app.registry)["paths"]
+    put = paths["/api/tags/{id}"]["put"]
+    assert (put["summary"], put["operationId"]) == ("Replace one of tags", "tags.replace")
+    assert put["requestBody"]["content"][MEDIA_TYPE]["schema"] == {"$ref": "#/components/schemas/TagsUpdateRequest"}
+    assert put["responses"]["200"]["description"] == "The replaced `tags`." and {"404", "409"} <= set(put["responses"])
+    assert [p.get("name") or p["$ref"] for p in put["parameters"]][:1] == ["#/components/parameters/id.tags"]
+    assert paths["/api/articles/{id}"]["put"]["operationId"] == "articles.replace"
+    monkeypatch.setattr(builder, "VIEWS", [*VIEWS, View(Item, "PUT", row.view, Permission.UPDATE)])
+    assert openapi.build_document(wsgi_app.registry)["paths"]["/api/tags/{id}"]["put"]["operationId"] == "tags.item.put"

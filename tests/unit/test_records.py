@@ -192,3 +192,26 @@ def test_include_statements_read_the_parent_id_where_the_relationship_keeps_it(t
     assert "pets.owner_id AS jsonapi_parent_id" in one_to_many
     many_to_one = str(_include_statement(_Request(), registry.statements, pets, pets.relationships["owner"]))
     assert "FROM pets AS pets_1 JOIN owners" in many_to_one  # the key is on the owner's side
+
+
+def test_one_value_shape_single_reads_and_write_answers_too(tmp_path):
+    """A type read as records gets records everywhere: the instance of a single read (loaded by
+    traversal), of a related to-one read and of a write's answer is turned into its record, so
+    ``transform`` and the meta methods never see the other shape."""
+    client, _ = build(PetsReadingMore, tmp_path)
+    one = client.get("/api/pets/1?include=owner&meta[owners]=petsSeen").json
+    assert one["data"]["attributes"] == {"name": "rex:s1:1:1"}  # reads: secret, owner_id from the record
+    assert one["included"][0]["meta"] == {"petsSeen": "owner 1"}
+    assert client.get("/api/pets/3/owner").json["data"]["attributes"] == {"name": "Bo", "nickName": None}
+    assert client.get("/api/owners/1?meta[owners]=petsSeen").json["data"]["meta"] == {"petsSeen": "owner 1"}
+    changed = client.patch_json("/api/pets/2", {"data": {"type": "pets", "id": "2", "relationships": {
+        "owner": {"data": {"type": "owners", "id": "2"}}}}}, headers={"Content-Type": "application/vnd.api+json"}).json
+    assert changed["data"]["attributes"] == {"name": "tom:s2:2:2"}  # the answer of a write: the flushed change
+    assert kinds("pet") == {Row} and kinds("owner") == {Row}
+
+
+def test_types_read_as_instances_get_instances_on_single_reads(tmp_path):
+    client, _ = build(PetsWantingEntities, tmp_path)
+    assert client.get("/api/pets/1").json["data"]["attributes"] == {"name": "rex"}
+    pet_kinds = kinds("pet")
+    assert len(pet_kinds) == 1 and pet_kinds != {Row}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
-from .renderer import MEDIA_TYPE
-from .validation import required_on_create
+from ..negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
+from ..renderer import MEDIA_TYPE
+from ..validation import required_on_create
 
 __all__ = ["add_atomic_operations"]
 
