@@ -304,7 +304,7 @@ def _walk(request: Request, segments: list[Any], pointer: str) -> Any:
 
 def _view_of(context: Any, method: str) -> Any:
     for context_type, row_method, view, permission in VIEWS:
-        if type(context) is context_type and row_method == method and view in OPERATIONS:
+        if isinstance(context, context_type) and row_method == method and view in OPERATIONS:  # no VIEWS type subclasses another
             definition = context.definition
             on = "collection" if context.entity is None else "item"
             if context.relationship is None and (on, "", method) in definition.operations:

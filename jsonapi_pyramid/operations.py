@@ -148,16 +148,20 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
     request_method = request_method.upper()
     operation = Operation(model, name, view, on, request_method, str(permission), validate, description,
                           bool(conditional))
+    registry = get_registry(config.registry)
     context = Item if on == "item" else Collection
+    if on == "collection" and not name:  # on the type's own node class: not tried on other types' collections
+        context = registry.collection_nodes.setdefault(model, type(f"{model.__name__}Collection", (Collection,), {}))
     config.add_view(operation, context=context, name=name, request_method=request_method,
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
-    registry = get_registry(config.registry)
 
     def record() -> None:
         definition = registry.definition_for_model(model)
         if definition is None:
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
         definition.operations[(on, name, request_method)] = operation
+        if context is not Collection and context is not Item:
+            registry.collection_nodes.setdefault(definition.model, context)  # the operation named a base class
 
     config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS)
     if name and (model, on, name) not in _fallbacks(config):
