@@ -20,7 +20,10 @@ URL answers 405 with ``Allow``.
 
 ``name=""`` on the collection or item *replaces* a standard operation of that type only (for
 example a create that is not a plain model insert): the operation's view carries a predicate on
-the resource type, so Pyramid prefers it over the generic view of the same context and method.
+the resource type, so Pyramid prefers it over the generic view of the same context and method. On
+the collection, it is registered on a ``Collection`` subclass of that type's own
+(``Registry.collection_nodes``, which traversal instantiates), so the other types' collection
+requests never try it (a predicate that fails raises ``PredicateMismatch``).
 
 ``conditional=True`` (item operations) makes an operation a conditional write, as ``PATCH`` is
 (``preconditions``; CONTRACT.md section 8): after authorization and before ``validate`` the row is
