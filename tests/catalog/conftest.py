@@ -8,7 +8,7 @@ from sqlalchemy.engine import make_url
 
 import catalog
 from catalog.models import Base
-from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
+from tests.conftest import BACKENDS, ISOLATION, _postgresql_database, _sqlite_database
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -23,7 +23,8 @@ def database_url(request, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def wsgi_app(database_url):
-    app = catalog.main({}, **{"sqlalchemy.url": database_url, "retry.attempts": "1"})
+    # make test-serializable: retried as production.ini does, like the blog's app (tests/conftest.py).
+    app = catalog.main({}, **{"sqlalchemy.url": database_url, "retry.attempts": "3" if ISOLATION else "1"})
     yield app
     app.registry["db.engine"].dispose()
 
@@ -44,7 +45,10 @@ def backend(database_url) -> str:
 def db(engine):
     from sqlalchemy.orm import Session
 
-    with Session(engine, expire_on_commit=False) as session:
+    observer = engine
+    if ISOLATION:  # make test-serializable: observe at READ COMMITTED, as the blog's tests do
+        observer = engine.execution_options(isolation_level="READ COMMITTED")
+    with Session(observer, expire_on_commit=False) as session:
         yield session
     with engine.begin() as connection:
         for table in reversed(Base.metadata.sorted_tables):
