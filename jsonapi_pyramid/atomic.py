@@ -306,7 +306,7 @@ def _walk(request: Request, segments: list[Any], pointer: str) -> Any:
 def _view_of(context: Any, method: str) -> Any:
     for row in VIEWS:
         view, permission = row.view, row.permission
-        if type(context) is row.context and row.method == method and view in OPERATIONS:
+        if isinstance(context, row.context) and row.method == method and view in OPERATIONS:  # no VIEWS type subclasses another
             definition = context.definition
             on = "collection" if context.entity is None else "item"
             if context.relationship is None and (on, "", method) in definition.operations:

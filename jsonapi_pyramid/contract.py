@@ -225,6 +225,9 @@ class Registry:
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type[Any], ResourceDefinition] = {}
         self.resolved = False
+        #: model -> the ``Collection`` subclass its collection node is, when the type has nameless
+        #: collection operations (``operations.add_jsonapi_operation``); other types: ``Collection``
+        self.collection_nodes: dict[type[Any], type[Any]] = {}
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:

@@ -6,9 +6,10 @@ write views and custom operations alike: ``resource_document`` (one resource or 
 loads the includes the plan asks for (``loading``) and returns the document; the ``jsonapi``
 renderer turns it into bytes.
 
-URLs are formatted from one base URL per request (``request.resource_url`` of the ``api`` node),
-not computed per resource. What each type shows (attributes and relationships after sparse
-fieldsets) is worked out once per type per document.
+URLs are formatted from one base URL per request (``request.resource_url`` of the ``api`` node,
+from the request's URLs built once: ``urls.request_urls``), not computed per resource. What each
+type shows (attributes and relationships after sparse fieldsets) is worked out once per type per
+document.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from .loading import Loaded, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
 from .transformer import Transformer
 from .traversal import ApiRoot
+from .urls import request_urls
 
 __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
 
@@ -112,7 +114,7 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
 
 def api_base(request: Request) -> str:
     """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
-    return cast("str", request.resource_url(find_interface(request.context, ApiRoot)))
+    return cast("str", request.resource_url(find_interface(request.context, ApiRoot), app_url=request_urls(request).application))
 
 
 class DocumentBuilder:
@@ -224,13 +226,13 @@ class DocumentBuilder:
         """A document whose primary data is one resource (or null)."""
         self.compute_metas(loaded)
         data = self.resource(loaded.definition, loaded.primary[0], loaded.linkage) if loaded.primary else None
-        return self._top(data, loaded, {"self": self.request.url})
+        return self._top(data, loaded, {"self": request_urls(self.request).full})
 
     def collection(self, loaded: Loaded, extra_links: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """A document whose primary data is a page of resources."""
         self.compute_metas(loaded)
         data = self.resources(loaded.definition, loaded.primary, loaded.linkage)
-        path_url = self.request.path_url  # built once for every link (webob builds it from the environ each time)
+        path_url = request_urls(self.request).path
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
@@ -267,7 +269,7 @@ class DocumentBuilder:
         if loaded.cursors is not None:
             return loaded.cursors.links
         kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
-        path_url = path_url or self.request.path_url
+        path_url = path_url or request_urls(self.request).path
         start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
 
         def link(number: int) -> str:  # the other parameters encoded once

@@ -20,7 +20,10 @@ URL answers 405 with ``Allow``.
 
 ``name=""`` on the collection or item *replaces* a standard operation of that type only (for
 example a create that is not a plain model insert): the operation's view carries a predicate on
-the resource type, so Pyramid prefers it over the generic view of the same context and method.
+the resource type, so Pyramid prefers it over the generic view of the same context and method. On
+the collection, it is registered on a ``Collection`` subclass of that type's own
+(``Registry.collection_nodes``, which traversal instantiates), so the other types' collection
+requests never try it (a predicate that fails raises ``PredicateMismatch``).
 
 ``conditional=True`` (item operations) makes an operation a conditional write, as ``PATCH`` is
 (``preconditions``; CONTRACT.md section 8): after authorization and before ``validate`` the row is
@@ -148,16 +151,20 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
     request_method = request_method.upper()
     operation = Operation(model, name, view, on, request_method, str(permission), validate, description,
                           bool(conditional))
+    registry = get_registry(config.registry)
     context = Item if on == "item" else Collection
+    if on == "collection" and not name:  # on the type's own node class: not tried on other types' collections
+        context = registry.collection_nodes.setdefault(model, type(f"{model.__name__}Collection", (Collection,), {}))
     config.add_view(operation, context=context, name=name, request_method=request_method,
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
-    registry = get_registry(config.registry)
 
     def record() -> None:
         definition = registry.definition_for_model(model)
         if definition is None:
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
         definition.operations[(on, name, request_method)] = operation
+        if context is not Collection and context is not Item:
+            registry.collection_nodes.setdefault(definition.model, context)  # the operation named a base class
 
     config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS)
     if name and (model, on, name) not in _fallbacks(config):

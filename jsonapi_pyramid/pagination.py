@@ -36,6 +36,7 @@ from .contract import get_registry
 from .errors import BadRequest, error_object
 from .relationships import relationship_aggregate
 from .schema import CURSOR_KINDS
+from .urls import request_urls
 
 __all__ = [
     "ERROR_TYPES",
@@ -372,7 +373,7 @@ def _cursor_shape(decoded: Any) -> Any:
 
 def cursor_links(request: Request, prev_cursor: str | None, next_cursor: str | None) -> dict[Any, Any]:
     """``first`` (no cursor), ``prev`` and ``next``; every link keeps the other parameters."""
-    base = request.path_url
+    base = request_urls(request).path
     kept = [(k, v) for k, v in request.GET.items() if k not in {"page[number]", "page[after]", "page[before]"}]
     query = urlencode(kept, quote_via=quote, safe="[],.-")  # once; a cursor is URL-safe as it is
     start = f"{base}?{query}&" if query else f"{base}?"

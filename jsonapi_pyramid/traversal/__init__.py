@@ -61,10 +61,11 @@ class ApiRoot:
         return DEFAULT_ROOT_ACL if acl is None else acl
 
     def __getitem__(self, name: Any) -> Any:
-        definition = get_registry(self.request).get(name)
+        registry = get_registry(self.request)
+        definition = registry.get(name)
         if definition is None:
             raise KeyError(name)
-        return Collection(self, definition)
+        return registry.collection_nodes.get(definition.model, Collection)(self, definition)
 
 
 class _Node:
@@ -93,7 +94,9 @@ class _Node:
 
 
 class Collection(_Node):
-    """``/api/<type>``."""
+    """``/api/<type>``. A type with a nameless collection operation gets a subclass of its own
+    (``Registry.collection_nodes``): that operation's view is registered on it, so Pyramid never
+    tries it (and raises no ``PredicateMismatch``) on the other types' collections."""
 
     def __init__(self, parent: Any, definition: Any) -> None:
         self.__parent__ = parent

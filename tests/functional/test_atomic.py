@@ -355,3 +355,13 @@ def test_one_to_many_and_uuid_relationship_operations(atomic, admin, blog, make_
     db.expire_all()
     assert {c.article_id for c in db.scalars(select(Comment))} == {traversal.id}
     assert db.get(UserProfile, profile).user_id == eve.id
+
+
+def test_a_type_whose_create_is_a_custom_operation_is_refused(atomic, admin, db, engine):
+    """``tokens`` replaces its create with the blog's own operation (on its own collection node
+    class): an atomic ``add`` of a token is a 400 naming that, and changes nothing."""
+    before = snapshot(engine)
+    response = atomic([add("tokens", {"email": "alice@example.com", "password": "alice-password"})], admin, 400)
+    error = response.json["errors"][0]
+    assert "custom operation" in error["detail"] and "tokens" in error["detail"]
+    assert snapshot(engine) == before

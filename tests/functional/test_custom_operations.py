@@ -138,6 +138,27 @@ def test_replaced_create_applies_to_its_type_only(api, blog, auth_headers, db):
     assert db.scalar(select(Tag.id).where(Tag.name == "new")) is not None
 
 
+def test_a_replaced_create_is_not_tried_on_other_types(api, blog, monkeypatch):
+    """The nameless ``POST /api/tokens`` view is registered on the tokens' own collection node
+    class, so Pyramid never tries it (raising ``PredicateMismatch``) on another type's collection;
+    the tokens' collection still answers its other methods as before."""
+    from pyramid.exceptions import PredicateMismatch
+
+    raised = []
+    original = PredicateMismatch.__init__
+
+    def counting(self, *args, **kwargs):
+        raised.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PredicateMismatch, "__init__", counting)
+    api.get("/api/articles", status=200)
+    api.get("/api/tags", status=200)
+    assert raised == []
+    assert api.request("/api/tokens", method="PUT", status=405).headers["Allow"] == "GET, HEAD, POST"
+    assert raised  # the tokens' own node: its operation is tried first, as before
+
+
 # -- the API itself --------------------------------------------------------------------------
 
 def _app(database_url, extra):

@@ -323,3 +323,37 @@ def test_page_links_keep_other_parameters(api, blog, make_articles):
 def test_bad_page_values_are_400(api, blog, query):
     response = api.get(f"/api/articles?{query}", status=400)
     assert response.json["errors"][0]["source"]["parameter"].startswith("page[")
+
+
+# -- URLs behind a prefix, another host, a virtual root ---------------------------------------------
+
+def test_links_follow_script_name_and_host(api, blog, make_articles):
+    """Every link starts from the request's own URL: ``SCRIPT_NAME`` (a mount prefix) and the
+    ``Host`` (with its port) are kept; the request's URLs are built once (``urls.request_urls``)."""
+    make_articles(3, blog["alice"])
+    environ = {"SCRIPT_NAME": "/mounted blog", "HTTP_HOST": "other.test:8080"}
+    base = "http://other.test:8080/mounted%20blog/api"
+    document = api.get("/api/articles?page[size]=2&include=author", extra_environ=environ).json
+    assert document["links"]["self"] == f"{base}/articles?page[size]=2&include=author"
+    assert document["links"]["next"].startswith(f"{base}/articles?") and "page[number]=2" in document["links"]["next"]
+    article = document["data"][0]
+    assert article["links"] == {"self": f"{base}/articles/{article['id']}"}
+    assert article["relationships"]["author"]["links"]["related"] == f"{base}/articles/{article['id']}/author"
+    assert all(item["links"]["self"].startswith(f"{base}/users/") for item in document["included"])
+    one = api.get(f"/api/articles/{article['id']}?include=author", extra_environ=environ).json
+    assert one["links"]["self"] == f"{base}/articles/{article['id']}?include=author"
+    assert one["data"]["links"]["self"] == f"{base}/articles/{article['id']}"
+
+
+def test_links_follow_a_virtual_root(api, blog):
+    """``X-Vhm-Root: /api`` (Pyramid's virtual root): the API is served at the host's root, and its
+    links say so; the self link is the URL requested."""
+    article = blog["hello"]
+    headers = {"X-Vhm-Root": "/api"}
+    document = api.get(f"/articles/{article.id}", headers=headers).json
+    assert document["links"]["self"] == f"http://example.test/articles/{article.id}"
+    assert document["data"]["links"]["self"] == f"http://example.test/articles/{article.id}"
+    listed = api.get("/articles?page[size]=1", headers=headers).json
+    assert listed["links"]["self"] == "http://example.test/articles?page[size]=1"
+    assert listed["data"][0]["links"]["self"].startswith("http://example.test/articles/")
+    assert listed["links"]["next"].startswith("http://example.test/articles?")
