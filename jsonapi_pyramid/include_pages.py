@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select
 from sqlalchemy.orm import aliased
@@ -170,11 +170,14 @@ def member_codec(secret: str, definition: Any, name: str) -> CursorCodec:
 
 def related_codec(request: Any) -> Any:
     """related URL -> the ``CursorCodec`` of that related endpoint read without sort or filters
-    (the endpoint the cursor links of a paged relationship lead to)."""
-    secret, root = request.registry.jsonapi.settings["cursor_secret"], request.script_name
+    (the endpoint the cursor links of a paged relationship lead to). Its scope's path is the
+    ``PATH_INFO`` a request of that URL has: the URL after the application URL (behind a
+    ``SCRIPT_NAME`` or a virtual root alike), unquoted."""
+    secret, application = request.registry.jsonapi.settings["cursor_secret"], request.application_url
 
     def codec(related: str) -> CursorCodec:
-        return CursorCodec(secret, collection_scope(urlsplit(related).path[len(root):], "", []))
+        path = urlsplit(related[len(application):]).path if related.startswith(application) else urlsplit(related).path
+        return CursorCodec(secret, collection_scope(unquote(path), "", []))
 
     return codec
 

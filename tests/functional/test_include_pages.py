@@ -271,3 +271,19 @@ def test_cursor_paged_includes_cost_one_statement_per_path(api, shelf, make_arti
     assert len(document["data"]) == min(size, 45)
     assert len(statements) == 1 + len(include.split(","))
     assert all(len(a["relationships"]["comments"]["data"]) <= 2 for a in document["data"])
+
+
+@pytest.mark.parametrize("environ,headers,prefix", [
+    ({"SCRIPT_NAME": "/mounted blog", "HTTP_HOST": "other.test:8080"}, {}, "/api"),
+    ({}, {"X-Vhm-Root": "/api"}, ""),
+])
+def test_cursor_links_of_includes_work_behind_a_prefix_or_a_virtual_root(api, db, shelf, environ, headers, prefix):
+    article = next(a for a in db.scalars(select(Article)) if a.title == "C2")
+    document = api.get(f"{prefix}/articles/{article.id}?include=comments&page[comments][size]=1",
+                       headers={**CURSORS, **headers}, extra_environ=environ).json
+    following = document["data"]["relationships"]["comments"]["links"]["next"]
+    path = following.split("://", 1)[1].split("/", 1)[1]  # after the host
+    script = environ.get("SCRIPT_NAME", "")
+    path = "/" + path[len(quote(script)):].lstrip("/") if script else "/" + path
+    nxt = api.get(path, headers=headers, extra_environ=environ).json
+    assert [int(i["id"]) for i in nxt["data"]] == visible_comments(db, article.id)[1:2]
