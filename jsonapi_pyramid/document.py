@@ -36,28 +36,18 @@ __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_doc
 JSONAPI = {"version": "1.1"}
 
 
-def resource_object(type_name: str, resource_id: str, url: str, attributes: dict[Any, Any], relationships: tuple[Any, ...],
-                    linkage: dict[Any, Any] | None) -> dict[Any, Any]:
-    """A resource object: type, id, attributes, one ``links`` pair per shown relationship (with
-    ``data`` from ``linkage``, the resource's ``Loaded.linkage`` entry, when it has one), and
-    ``links.self``."""
-    obj = {"type": type_name, "id": resource_id, "attributes": attributes}
-    if relationships:
-        shown: dict[str, dict[str, Any]] = {name: {"links": {"self": f"{url}/relationships/{name}", "related": f"{url}/{name}"}}
-                 for name in relationships}
-        if linkage:
-            for name, data in linkage.items():
-                member = shown.get(name)
-                if member is None:
-                    continue
-                if type(data) is PagedMembers:  # a paged include: its page, count and page links
-                    member["links"].update(data.links(member["links"]["related"]))
-                    member["meta"] = {"count": data.count}
-                    data = data.members
-                member["data"] = data
-        obj["relationships"] = shown
-    obj["links"] = {"self": url}
-    return obj
+def _link_relationships(shown: dict[str, dict[str, Any]], linkage: dict[Any, Any]) -> None:
+    """Put a resource's ``Loaded.linkage`` entry into its shown relationships: ``data``, and for
+    a paged include its page links and ``meta.count``."""
+    for name, data in linkage.items():
+        member = shown.get(name)
+        if member is None:
+            continue
+        if type(data) is PagedMembers:  # a paged include: its page, count and page links
+            member["links"].update(data.links(member["links"]["related"]))
+            member["meta"] = {"count": data.count}
+            data = data.members
+        member["data"] = data
 
 
 def resource_document(request: Request, plan: QueryPlan, definition: ResourceDefinition, entity: Any,
@@ -130,9 +120,10 @@ class DocumentBuilder:
     # -- resource objects --------------------------------------------------------------------
     def _shape(self, definition: ResourceDefinition) -> Any:
         """What resources of ``definition``'s type show in this document, worked out once:
-        (transformer, attributes, the relationships shown, the id getter, the type's URL
-        prefix, and the reader of the attribute values when the transformer's ``transform`` is
-        not overridden, else None)."""
+        (transformer, attributes, the relationships shown as (name, the suffix of their
+        ``self`` link, of their ``related`` link), the id getter, the type's URL prefix, and
+        the reader of the attribute values when the transformer's ``transform`` is not
+        overridden, else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
@@ -141,7 +132,8 @@ class DocumentBuilder:
             relationships = names if wanted is None else tuple(r for r in names if r in wanted)
             transformer = definition.new_transformer(self.request)
             plain = type(transformer).transform is Transformer.transform
-            shape = (transformer, attributes, relationships, definition.id_of, f"{self.base}{definition.type}/",
+            suffixes = tuple((name, f"/relationships/{name}", f"/{name}") for name in relationships)
+            shape = (transformer, attributes, suffixes, definition.id_of, f"{self.base}{definition.type}/",
                      definition.readers.values(type(transformer), attributes) if plain else None)
             self._shapes[definition.type] = shape
         return shape
@@ -165,24 +157,36 @@ class DocumentBuilder:
         return self._resources(definition, entities, linkage)
 
     def _resources(self, definition: ResourceDefinition, entities: Any, linkage: dict[Any, Any] | None) -> list[dict[Any, Any]]:
-        transformer, attributes, relationships, get_id, prefix, read = (
+        """The resource objects of values of one (non-polymorphic) type: one loop, with what does
+        not vary per resource (the URL prefix, the relationships' link suffixes, the reader of
+        the attribute values) taken from the type's shape."""
+        transformer, attributes, suffixes, get_id, prefix, read = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
-        metas = self._metas.get(definition.type) if self._metas else None
+        metas = self._metas.get(type_name) if self._metas else None
         out = []
+        append = out.append
         for entity in entities:
             resource_id = str(get_id(entity))
-            if read is not None:
-                shown = dict(zip(attributes, read(entity)))
-            else:
-                shown = transformer.transform(entity, attributes)
-            obj = resource_object(type_name, resource_id, prefix + resource_id, shown, relationships,
-                                  linkage.get((type_name, resource_id)) if linkage else None)
+            url = prefix + resource_id
+            obj = {"type": type_name, "id": resource_id,
+                   "attributes": dict(zip(attributes, read(entity))) if read is not None
+                   else transformer.transform(entity, attributes)}
+            if suffixes:
+                shown = {}
+                for name, to_self, to_related in suffixes:
+                    shown[name] = {"links": {"self": url + to_self, "related": url + to_related}}
+                if linkage:
+                    linked = linkage.get((type_name, resource_id))
+                    if linked:
+                        _link_relationships(shown, linked)
+                obj["relationships"] = shown
+            obj["links"] = {"self": url}
             if metas:
                 meta = {field: values[entity] for field, values in metas.items() if entity in values}
                 if meta:
                     obj["meta"] = meta
-            out.append(obj)
+            append(obj)
         return out
 
     def identifier(self, definition: ResourceDefinition, resource_id: Any, with_link: bool = False) -> dict[Any, Any]:
