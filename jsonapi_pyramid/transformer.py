@@ -58,6 +58,9 @@ class Transformer:
 
     request: Any = None
     definition: Any = None
+    #: the names of the last ``transform`` and their reader (kept per transformer instance)
+    _read_names: Any = None
+    _read: Any = None
 
     @classmethod
     def entity_attribute(cls, name: str) -> str:
@@ -71,12 +74,16 @@ class Transformer:
         sparse fieldsets). ``entity`` is a record, or a mapped instance for a type read as
         instances (see the module's doc).
         Override to hide or add values; call ``super()`` for the rest."""
+        if names is self._read_names:  # the document passes the same tuple for every resource
+            return dict(zip(names, self._read(entity)))
         if type(names) is not tuple:
             names = tuple(names)
         definition = self.definition
         if definition is None:  # a transformer made outside the library
             return {name: getattr(entity, self.entity_attribute(name)) for name in names}
-        return dict(zip(names, definition.readers.values(type(self), names)(entity)))
+        read = definition.readers.values(type(self), names)
+        self._read_names, self._read = names, read  # this transformer's: one request, one type
+        return dict(zip(names, read(entity)))
 
     def compute_metas(self, entities: list[Any], fields: Iterable[str]) -> dict[str, Mapping[Any, Any]]:
         """Requested meta fields that this transformer makes available: field -> {entity: value}.
