@@ -164,7 +164,7 @@ class DocumentBuilder:
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
         metas = self._metas.get(type_name) if self._metas else None
-        out = []
+        out: list[dict[Any, Any]] = []
         append = out.append
         for entity in entities:
             resource_id = str(get_id(entity))
