@@ -172,11 +172,11 @@ def related_codec(request: Any) -> Any:
     (the endpoint the cursor links of a paged relationship lead to). Its scope's path is the
     ``PATH_INFO`` a request of that URL has: the URL after the application URL (behind a
     ``SCRIPT_NAME`` or a virtual root alike), unquoted."""
-    secret, application = request.registry.jsonapi.settings["cursor_secret"], request.application_url
+    keyed, application = CursorCodec(request.registry.jsonapi.settings["cursor_secret"], ""), request.application_url
 
     def codec(related: str) -> CursorCodec:
         path = urlsplit(related[len(application):]).path if related.startswith(application) else urlsplit(related).path
-        return CursorCodec(secret, collection_scope(unquote(path), "", []))
+        return keyed.scoped(collection_scope(unquote(path), "", []))
 
     return codec
 
