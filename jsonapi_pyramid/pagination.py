@@ -233,28 +233,20 @@ class CursorCodec:
         codec._key, codec._prefix = self._key, scope.encode("utf-8") + b"\x00"
         return codec
 
-    def _signature(self, payload: bytes) -> bytes:
-        mac = hmac.digest(self._key, self._prefix + payload, "sha256")[:_SIGNATURE_BYTES]
-        return binascii.b2a_base64(mac, newline=False).translate(_URLSAFE).rstrip(b"=")
-
     def _sign(self, payload: str) -> str:
-        return self._signature(payload.encode("ascii")).decode("ascii")
+        mac = hmac.digest(self._key, self._prefix + payload.encode("ascii"), "sha256")[:_SIGNATURE_BYTES]
+        return binascii.b2a_base64(mac, newline=False).translate(_URLSAFE).rstrip(b"=").decode("ascii")
 
     def encode(self, values: Any, inclusive: bool = False) -> str:
-        body: dict[str, Any] = {"k": [_dump_value(v) for v in values]}
-        if inclusive:
-            body["i"] = 1
-        payload = binascii.b2a_base64(orjson.dumps(body), newline=False).translate(_URLSAFE).rstrip(b"=")
-        return (payload + b"." + self._signature(payload)).decode("ascii")
+        return self.encode_all((values,), inclusive)[0]
 
-    def encode_all(self, positions: Any) -> list[str]:
-        """The cursors of ``positions`` (one per row of a page): ``encode`` of each, in one loop
-        (this runs per row; each cursor is signed on its own, with the same key and scope)."""
+    def encode_all(self, positions: Any, inclusive: bool = False) -> list[str]:
+        """The cursors of ``positions`` (one per row of a page) in one loop; each is signed on its own."""
         key, prefix, digest, dump, b64, urlsafe = self._key, self._prefix, hmac.digest, orjson.dumps, binascii.b2a_base64, _URLSAFE
         cursors = []
         for values in positions:
-            body = dump({"k": [v if type(v) in _PLAIN else _dump_value(v) for v in values]})
-            payload = b64(body, newline=False).translate(urlsafe).rstrip(b"=")
+            carried = [v if type(v) in _PLAIN else _dump_value(v) for v in values]
+            payload = b64(dump({"k": carried, "i": 1} if inclusive else {"k": carried}), newline=False).translate(urlsafe).rstrip(b"=")
             mac = digest(key, prefix + payload, "sha256")[:_SIGNATURE_BYTES]
             cursors.append((payload + b"." + b64(mac, newline=False).translate(urlsafe)[:_SIGNATURE_CHARS]).decode("ascii"))
         return cursors
