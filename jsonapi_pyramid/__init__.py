@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
+from pyramid.interfaces import ISecurityPolicy
 from pyramid.request import Request
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
@@ -156,8 +157,6 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Any) -> An
 def resolve(pyramid_registry: Any) -> None:
     """When the configuration commits: resolve every registration (whatever their order), then
     refuse ACLs that nothing would enforce."""
-    from pyramid.interfaces import ISecurityPolicy
-
     registry = get_registry(pyramid_registry)
     registry.resolve()
     with_acl = sorted(d.type for d in registry.types.values() if d.acl is not None)

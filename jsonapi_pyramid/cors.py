@@ -24,6 +24,7 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
+from pyramid.response import Response
 from pyramid_retry import is_error_retryable
 
 from .contract import get_registry
@@ -110,8 +111,6 @@ def named_view_methods(registry: Any) -> dict[Any, Any]:
 
 
 def _preflight(request: Request, origin: str, max_age: str, named: dict[Any, Any]) -> Any:
-    from pyramid.response import Response
-
     response = Response(status=204, headerlist=[])
     headers = response.headers
     headers["Access-Control-Allow-Origin"] = origin

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from typing import Any, cast
+from urllib.parse import quote, unquote_to_bytes
 
 from pyramid.config import Configurator
 from pyramid.exceptions import URLDecodeError
@@ -175,8 +176,6 @@ def _self_link(request: Request) -> str:
     try:
         return cast("str", request.url)
     except UnicodeDecodeError:  # a path or query that is not UTF-8: link to the raw bytes, escaped
-        from urllib.parse import quote
-
         environ = request.environ
         raw = (environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")).encode("latin-1", "replace")
         url = request.host_url + quote(raw, safe="/")
@@ -195,8 +194,6 @@ def url_decode_error_view(exc: UnicodeDecodeError, request: Request) -> Any:
 
 def url_is_utf8(environ: Any) -> bool:
     """Whether the path and the query string (as PEP 3333 hands them over) decode as UTF-8."""
-    from urllib.parse import unquote_to_bytes
-
     try:
         environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")  # the server unquoted it
         query = environ.get("QUERY_STRING", "").encode("latin-1")

@@ -7,6 +7,8 @@ import json
 import pathlib
 from typing import Any
 
+from sqlalchemy import event
+
 __all__ = ["SCHEMA_PATH", "Client", "check_document", "schema_validator"]
 
 MEDIA_TYPE = "application/vnd.api+json"
@@ -80,8 +82,6 @@ class Client:
     @contextlib.contextmanager
     def statements(self) -> Any:
         """``with client.statements() as seen:`` the SQL statements the application ran."""
-        from sqlalchemy import event
-
         engine = self.registry.get("db.engine")  # the engine config.include("jsonapi_pyramid.db") made
         if engine is None:
             import pytest
