@@ -25,10 +25,9 @@ parent's first row, which carries the count when the page starts past it.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select
 from sqlalchemy.orm import aliased
@@ -101,24 +100,25 @@ class PagedMembers:
         return self.window.count
 
     def links(self, related: str) -> dict[Any, Any]:
-        size = self.page.size
-        if self.page.cursor:
+        """``first``, ``prev``, ``next`` and ``last`` of a numbered page (``_cursor_links`` for a
+        cursor page) under ``related``, the parent's related URL. The query is formatted, not
+        url-encoded: its names (``page[number]``, ``page[size]``, ``[]`` kept) and numbers need no
+        quoting, and this runs once per parent."""
+        page = self.page
+        if page.cursor:
             return self._cursor_links(related)
-        last = max(1, math.ceil(self.count / size))
-
-        def link(number: int) -> str:
-            return related + "?" + urlencode([("page[number]", str(number)), ("page[size]", str(size))],
-                                             quote_via=quote, safe="[]")
-
-        number = self.page.number
-        return {"first": link(1), "prev": link(number - 1) if number > 1 else None,
-                "next": link(number + 1) if number < last else None, "last": link(last)}
+        size, number = page.size, page.number
+        last = max(1, -(-self.window.count // size))
+        tail = f"&page[size]={size}"
+        return {"first": f"{related}?page[number]=1{tail}",
+                "prev": f"{related}?page[number]={number - 1}{tail}" if number > 1 else None,
+                "next": f"{related}?page[number]={number + 1}{tail}" if number < last else None,
+                "last": f"{related}?page[number]={last}{tail}"}
 
     def _cursor_links(self, related: str) -> dict[Any, Any]:
         """``first``, and ``prev``/``next`` with cursors of the related endpoint, ``null`` when no
         member lies before/after the page (always known: the window counts them)."""
         window, page, codec = self.window, self.page, self.signer(related)
-        base = [("page[size]", str(page.size))]
         prev = next_ = None
         if window.first is not None:
             if window.first > 1:
@@ -130,11 +130,10 @@ class PagedMembers:
         elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
             next_ = codec.encode((page.before,), inclusive=True)
 
-        def link(extra: list[tuple[str, str]]) -> str:
-            return related + "?" + urlencode(base + extra, quote_via=quote, safe="[]")
-
-        return {"first": link([]), "prev": link([("page[before]", prev)]) if prev else None,
-                "next": link([("page[after]", next_)]) if next_ else None}
+        # A cursor is URL-safe as it is (base64url and "."), so the links are formatted.
+        first = f"{related}?page[size]={page.size}"
+        return {"first": first, "prev": f"{first}&page[before]={prev}" if prev else None,
+                "next": f"{first}&page[after]={next_}" if next_ else None}
 
 
 class PageMarks:
@@ -173,11 +172,11 @@ def related_codec(request: Any) -> Any:
     (the endpoint the cursor links of a paged relationship lead to). Its scope's path is the
     ``PATH_INFO`` a request of that URL has: the URL after the application URL (behind a
     ``SCRIPT_NAME`` or a virtual root alike), unquoted."""
-    secret, application = request.registry.jsonapi.settings["cursor_secret"], request.application_url
+    keyed, application = CursorCodec(request.registry.jsonapi.settings["cursor_secret"], ""), request.application_url
 
     def codec(related: str) -> CursorCodec:
         path = urlsplit(related[len(application):]).path if related.startswith(application) else urlsplit(related).path
-        return CursorCodec(secret, collection_scope(unquote(path), "", []))
+        return keyed.scoped(collection_scope(unquote(path), "", []))
 
     return codec
 
@@ -305,7 +304,7 @@ def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any]
     pairs: list[Any] = []
     windows: dict[Any, tuple[Any, Any, Any]] = {}
     edges: dict[Any, tuple[Any, Any]] = {}
-    cursor = page.shape != "number"
+    cursor, first_rank = page.shape != "number", page.first
     for row in rows:
         if cursor:
             parent_id, member = (row[-5], row) if records else (row[0], row[1])
@@ -314,7 +313,7 @@ def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any]
         else:
             parent_id, member = (row[-3], row) if records else (row[0], row[1])
             rank, total, low, high = row[-2], row[-1], 0, None
-            inside = rank >= page.first
+            inside = rank >= first_rank
         if inside:  # else: the parent's first row, read for its count only
             pairs.append((parent_id, member))
             first = edges.get(parent_id, (rank, None))[0]

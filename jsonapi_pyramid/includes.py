@@ -47,6 +47,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page)
         child_id = target.id_of
         marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
+        cursors = marks if marks is not None and marks.codec is not None else None  # marks members and edges
         by_parent: dict[Any, list[Any]] = {}
         identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
         children = []
@@ -56,8 +57,8 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
             if identifier is None:
                 shown = target.definition_of(child) if target.subtypes else target
                 identifier = identifiers[resource_id] = {"type": shown.type, "id": resource_id}
-                if marks is not None:
-                    marks.mark(identifier, child_id(child))
+                if cursors is not None:
+                    cursors.mark(identifier, child_id(child))
                 children.append(child)
                 key = (shown.type, resource_id)
                 if key not in seen:
@@ -68,8 +69,8 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
                 by_parent[parent_id] = [identifier]
             else:
                 members.append(identifier)
-            if marks is not None:
-                marks.note(parent_id, child_id(child))
+            if cursors is not None:
+                cursors.note(parent_id, child_id(child))
         linkage = loaded.linkage
         many = relationship.many
         for parent_id in parent_ids:

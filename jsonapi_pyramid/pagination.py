@@ -64,6 +64,8 @@ ERROR_TYPES = {
 }
 _MAX_CURSOR_LENGTH = 2048
 _SIGNATURE_BYTES = 16
+_SIGNATURE_CHARS = 22  # base64 of 16 bytes without its "==" padding
+_PLAIN = frozenset({int, str, bool, type(None)})  # values a cursor carries as they are (``_dump_value``)
 
 
 # -- negotiation and errors ------------------------------------------------------------------------
@@ -225,19 +227,29 @@ class CursorCodec:
         self._key = hashlib.sha256(secret.encode("utf-8")).digest()
         self._prefix = scope.encode("utf-8") + b"\x00"
 
-    def _signature(self, payload: bytes) -> bytes:
-        mac = hmac.digest(self._key, self._prefix + payload, "sha256")[:_SIGNATURE_BYTES]
-        return binascii.b2a_base64(mac, newline=False).translate(_URLSAFE).rstrip(b"=")
+    def scoped(self, scope: str) -> CursorCodec:
+        """A codec of the same secret for another ``scope`` (its key is not derived again)."""
+        codec = object.__new__(CursorCodec)
+        codec._key, codec._prefix = self._key, scope.encode("utf-8") + b"\x00"
+        return codec
 
     def _sign(self, payload: str) -> str:
-        return self._signature(payload.encode("ascii")).decode("ascii")
+        mac = hmac.digest(self._key, self._prefix + payload.encode("ascii"), "sha256")[:_SIGNATURE_BYTES]
+        return binascii.b2a_base64(mac, newline=False).translate(_URLSAFE).rstrip(b"=").decode("ascii")
 
     def encode(self, values: Any, inclusive: bool = False) -> str:
-        body: dict[str, Any] = {"k": [_dump_value(v) for v in values]}
-        if inclusive:
-            body["i"] = 1
-        payload = binascii.b2a_base64(orjson.dumps(body), newline=False).translate(_URLSAFE).rstrip(b"=")
-        return (payload + b"." + self._signature(payload)).decode("ascii")
+        return self.encode_all((values,), inclusive)[0]
+
+    def encode_all(self, positions: Any, inclusive: bool = False) -> list[str]:
+        """The cursors of ``positions`` (one per row of a page) in one loop; each is signed on its own."""
+        key, prefix, digest, dump, b64, urlsafe = self._key, self._prefix, hmac.digest, orjson.dumps, binascii.b2a_base64, _URLSAFE
+        cursors = []
+        for values in positions:
+            carried = [v if type(v) in _PLAIN else _dump_value(v) for v in values]
+            payload = b64(dump({"k": carried, "i": 1} if inclusive else {"k": carried}), newline=False).translate(urlsafe).rstrip(b"=")
+            mac = digest(key, prefix + payload, "sha256")[:_SIGNATURE_BYTES]
+            cursors.append((payload + b"." + b64(mac, newline=False).translate(urlsafe)[:_SIGNATURE_CHARS]).decode("ascii"))
+        return cursors
 
     def decode(self, raw: str, parameter: str, n_keys: int) -> tuple[tuple[Any, ...], bool]:
         """(values, inclusive) of a cursor this codec made; anything else is a 400."""
@@ -327,8 +339,7 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     rows = rows[: page.size]
     if backwards:
         rows.reverse()
-    positions = [tuple(row[n_leading:]) for row in rows]
-    cursors = [codec.encode(position) for position in positions]
+    cursors = codec.encode_all(row[n_leading:] for row in rows)
 
     # next: known exactly unless page[before] was given (then: after the page, maybe empty)
     if before is None:
