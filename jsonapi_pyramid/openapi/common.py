@@ -133,3 +133,16 @@ def _instance(schema: Any) -> Any:
     if isinstance(schema, type):
         return schema()
     return schema if isinstance(schema, colander.SchemaNode) else None
+
+
+class BuilderState:
+    """What the builder (``document._Builder``) holds and every part of it reads (annotations
+    only; the mixins add the methods they call on each other)."""
+
+    registry: Any
+    jsonapi: Any
+    settings: Any
+    root: str
+    schemas: dict[str, dict[Any, Any]]
+    parameters: dict[str, dict[Any, Any]]
+    paths: dict[str, dict[Any, Any]]

@@ -7,19 +7,12 @@ from typing import Any
 from ..contract import TOTAL_COUNT
 from ..jsontypes import attribute_sql_type
 from ..validation import required_on_create, writable_attributes
-from .common import _attribute_schema_node, _camel, _example_id, _instance, _ref
+from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
 
 
-class ComponentsMixin:
-    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
-    registry: Any
-    jsonapi: Any
-    settings: Any
-    root: str
-    schemas: dict[str, dict[Any, Any]]
-    parameters: dict[str, dict[Any, Any]]
-    paths: dict[str, dict[Any, Any]]
+class ComponentsMixin(BuilderState):
+    # What the other mixins provide (annotations only).
     _read_parameters: Any
     _param: Any
 

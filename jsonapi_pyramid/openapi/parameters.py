@@ -6,19 +6,12 @@ from typing import Any
 from ..contract import TOTAL_COUNT
 from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from ..filter_terms import FILTER_OPERATORS
-from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, _component_key, _ref
+from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, BuilderState, _component_key, _ref
 from .schemas import _column_schema
 
 
-class ParametersMixin:
-    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
-    registry: Any
-    jsonapi: Any
-    settings: Any
-    root: str
-    schemas: dict[str, dict[Any, Any]]
-    parameters: dict[str, dict[Any, Any]]
-    paths: dict[str, dict[Any, Any]]
+class ParametersMixin(BuilderState):
+    # What the other mixins provide (annotations only).
     _id_schema: Any
     request_example: Any
 

@@ -15,6 +15,7 @@ from .common import (
     DOCS_VIEW,
     DOCUMENT_VIEW,
     ERROR_STATUSES,
+    BuilderState,
     _camel,
     _component_key,
     _doc,
@@ -27,15 +28,8 @@ from .common import (
 )
 
 
-class PathsMixin:
-    # What the builder (``document._Builder``) and the other mixins provide (annotations only).
-    registry: Any
-    jsonapi: Any
-    settings: Any
-    root: str
-    schemas: dict[str, dict[Any, Any]]
-    parameters: dict[str, dict[Any, Any]]
-    paths: dict[str, dict[Any, Any]]
+class PathsMixin(BuilderState):
+    # What the other mixins provide (annotations only).
     _read_parameters: Any
     _param: Callable[[str, dict[Any, Any]], dict[Any, Any]]
     _id_schema: Any
