@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from pyramid.request import Request
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from .contract import get_registry
+from .idlists import bind_ids, dialect_of, ids_in
 from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
 from .loading import Loaded, read_records
 
@@ -36,7 +37,8 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         return
     get_id = definition.id_of
     parent_ids = [get_id(parent) for parent in parents]
-    parameters = {"jsonapi_parent_ids": list(set(parent_ids))}
+    dialect = dialect_of(request)
+    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_column, set(parent_ids), dialect)}
     # the rows of a polymorphic base are shown (and their linkage kept) under their own types
     parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements
@@ -44,7 +46,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         relationship = definition.relationships[name]
         target = relationship.target_definition
         page = pages.get(prefix + name)
-        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page)
+        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page, dialect)
         child_id = target.id_of
         marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
         cursors = marks if marks is not None and marks.codec is not None else None  # marks members and edges
@@ -83,27 +85,28 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
 
 
 def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any,
-                   page: Any) -> tuple[list[Any], dict[Any, Any] | None]:
+                   page: Any, dialect: Any) -> tuple[list[Any], dict[Any, Any] | None]:
     """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
     ``IncludePage``) each parent's ``Window`` (count, and where its page lies); one statement either way."""
     target = relationship.target_definition
     records = target.record_columns is not None
     if page is None:
-        statement = statements.get(request, ("include", definition, relationship.name),
-                                   lambda: _include_statement(request, statements, definition, relationship))
+        statement = statements.get(request, ("include", definition, relationship.name, dialect.name),
+                                   lambda: _include_statement(request, statements, definition, relationship, dialect))
         if records:  # (*record columns, parent id)
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
         return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
-    statement = statements.get(request, ("include paged", definition, relationship.name, page.shape), lambda: paged_statement(
-        _include_statement(request, statements, definition, relationship), target, records, page.shape))
+    statement = statements.get(request, ("include paged", definition, relationship.name, page.shape, dialect.name), lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape))
     parameters = {**parameters, **page_parameters(page)}
     rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
     return page_members(rows, records, page)
 
 
-def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any) -> Any:
+def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any, dialect: Any) -> Any:
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
-    relationship, built once per application (kept in ``statements``; visibility is added per read). A target read as records
+    relationship (the list bound as one parameter where the dialect allows: ``idlists``), built once per
+    application and dialect (kept in ``statements``; visibility is added per read). A target read as records
     selects the record's columns and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
@@ -114,13 +117,13 @@ def _include_statement(request: Request, statements: Any, definition: Any, relat
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    statement = statements.get(request, ("include base", definition, relationship.name),
-                               lambda: _include_base(definition, relationship))
+    statement = statements.get(request, ("include base", definition, relationship.name, dialect.name),
+                               lambda: _include_base(definition, relationship, dialect))
     criterion = relationship.target_definition.visibility(request)
     return statement if criterion is None else statement.where(criterion)
 
 
-def _include_base(definition: Any, relationship: Any) -> Any:
+def _include_base(definition: Any, relationship: Any, dialect: Any) -> Any:
     """The statement of ``_include_statement`` without visibility."""
     target = relationship.target_definition
     target_id = getattr(target.model, target.id_attribute)
@@ -137,7 +140,7 @@ def _include_base(definition: Any, relationship: Any) -> Any:
                if target.record_columns is not None else (parent_id, target.model))
     statement = (
         start.add_columns(*columns)
-        .where(parent_id.in_(bindparam("jsonapi_parent_ids", expanding=True)))
+        .where(ids_in(parent_id, "jsonapi_parent_ids", dialect))
         .order_by(parent_id, target_id)
     )
     return statement

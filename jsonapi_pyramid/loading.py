@@ -19,6 +19,7 @@ from sqlalchemy import Integer, bindparam, func, select
 
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion
+from .idlists import bind_ids, dialect_of, ids_in
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
@@ -185,8 +186,10 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
         ids, cursors = load_cursor_page(request, lambda: _collection_parts(request, definition, plan, parent=parent, columns=columns),
                                         plan, 1)
         if definition.subtypes and ids:  # a polymorphic base's members as instances (their types), in order
-            found = {getattr(e, definition.id_attribute): e
-                     for e in request.dbsession.scalars(select(definition.model).where(id_column.in_(ids)))}
+            dialect = dialect_of(request)
+            members = select(definition.model).where(ids_in(id_column, "jsonapi_ids", dialect))
+            found = {getattr(e, definition.id_attribute): e for e in request.dbsession.scalars(
+                members, {"jsonapi_ids": bind_ids(definition.id_column, ids, dialect)})}
             ids = [found[i] for i in ids]
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
@@ -239,20 +242,21 @@ def count_of(relationship_name: str) -> Any:
         target = relationship.target_definition
         owner = definition.owner
         owner_id = getattr(owner, definition.id_attribute)
-        ids = list({getattr(entity, definition.id_attribute) for entity in entities})
+        ids = {getattr(entity, definition.id_attribute) for entity in entities}
         if not ids:
             return {}
+        dialect = dialect_of(self.request)
         statement = (
             select(owner_id, func.count())
             .select_from(owner)
             .join(getattr(owner, relationship.prop.key))
-            .where(owner_id.in_(ids))
+            .where(ids_in(owner_id, "jsonapi_ids", dialect))
             .group_by(owner_id)
         )
         criterion = target.visibility(self.request)
         if criterion is not None:
             statement = statement.where(criterion)
-        counts = dict(self.request.dbsession.execute(statement).all())
+        counts = dict(self.request.dbsession.execute(statement, {"jsonapi_ids": bind_ids(definition.id_column, ids, dialect)}).all())
         return {entity: counts.get(getattr(entity, definition.id_attribute), 0) for entity in entities}
 
     meta.__name__ = f"count_of_{relationship_name}"

@@ -7,11 +7,12 @@ import dataclasses
 from typing import Any, cast
 
 from pyramid.request import Request
-from sqlalchemy import bindparam, inspect, select
+from sqlalchemy import inspect, select
 from sqlalchemy.orm import RelationshipDirection
 
 from ..contract import get_registry
 from ..errors import BadRequest
+from ..idlists import bind_ids, dialect_of, ids_in
 from .common import IDENTIFIER_MEMBERS, Failures, _check_type, _parse, _unknown_members
 
 __all__ = ["Linkage", "max_linkage_items", "read_linkage", "resolve_identifiers", "validate_linkage"]
@@ -136,15 +137,17 @@ def _resolve(request: Request, target: Any, linkage: Any, failures: Failures) ->
 
 def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any]:
     """The entities of ``target`` with these ids that the caller may see: one statement, built once
-    per type and visibility criterion (the ids are an expanding bound parameter)."""
+    per type, dialect and visibility criterion (the ids are one bound parameter: ``idlists``)."""
+    dialect = dialect_of(request)
+
     def build() -> Any:
         id_column = getattr(target.model, target.id_attribute)
-        statement = select(target.model).where(id_column.in_(bindparam("jsonapi_ids", expanding=True)))
+        statement = select(target.model).where(ids_in(id_column, "jsonapi_ids", dialect))
         criterion = target.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("linkage-targets", target), build)
-    entities = request.dbsession.scalars(statement, {"jsonapi_ids": list(ids)})
+    statement = get_registry(request).statements.get(request, ("linkage-targets", target, dialect.name), build)
+    entities = request.dbsession.scalars(statement, {"jsonapi_ids": bind_ids(target.id_column, ids, dialect)})
     return {getattr(entity, target.id_attribute): entity for entity in entities}
 
 

@@ -180,6 +180,8 @@ def test_types_that_need_instances_get_instances(transformer, tmp_path):
 
 
 def test_include_statements_read_the_parent_id_where_the_relationship_keeps_it(tmp_path):
+    from sqlalchemy.dialects import sqlite
+
     from jsonapi_pyramid.includes import _include_statement
 
     class _Request:  # the statement cache keeps per-request state on the request
@@ -187,10 +189,11 @@ def test_include_statements_read_the_parent_id_where_the_relationship_keeps_it(t
 
     _client, registry = build(PlainPets, tmp_path)
     owners, pets = registry.get("owners"), registry.get("pets")
-    one_to_many = str(_include_statement(_Request(), registry.statements, owners, owners.relationships["pets"]))
+    dialect = sqlite.dialect()
+    one_to_many = str(_include_statement(_Request(), registry.statements, owners, owners.relationships["pets"], dialect))
     assert "FROM pets" in one_to_many and "owners" not in one_to_many  # pets.owner_id IN (...)
     assert "pets.owner_id AS jsonapi_parent_id" in one_to_many
-    many_to_one = str(_include_statement(_Request(), registry.statements, pets, pets.relationships["owner"]))
+    many_to_one = str(_include_statement(_Request(), registry.statements, pets, pets.relationships["owner"], dialect))
     assert "FROM pets AS pets_1 JOIN owners" in many_to_one  # the key is on the owner's side
 
 

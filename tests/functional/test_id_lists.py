@@ -1,0 +1,94 @@
+"""Lists of ids bound as one parameter (``idlists``): ``= ANY(:ids)`` on PostgreSQL, ``IN (SELECT
+value FROM json_each(:ids))`` on SQLite, SQLAlchemy's expanding ``IN`` elsewhere. The SQL of an
+include does not depend on the number of parents, the index is still used, and a list longer than
+a statement's bound parameters (SQLite: 32,766; PostgreSQL: 65,535) works."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import sqlite3
+
+import webtest
+from sqlalchemy import event, insert, select
+from sqlalchemy.dialects import mysql
+
+from jsonapi_blog.models import Comment, User
+from jsonapi_pyramid.idlists import bind_ids, ids_in
+
+
+def test_include_statements_keep_one_sql_text_whatever_the_number_of_parents(api, blog, make_articles, count_statements):
+    make_articles(12, blog["bob"])
+    texts = []
+    for size in ("1", "3", "12"):
+        with count_statements() as statements:
+            api.get("/api/articles", params={"page[size]": size, "include": "comments.author,tags"})
+        texts.append(statements)
+    assert len(texts[0]) == len(texts[1]) == len(texts[2]) == 4  # the page and one statement per include path
+    if api.app.registry["db.engine"].dialect.name in ("sqlite", "postgresql"):
+        assert texts[0][1:] == texts[1][1:] == texts[2][1:]  # one SQL text per include path, whatever the count
+
+
+@contextlib.contextmanager
+def sqlite_variable_limit(engine, limit):
+    """SQLite's own default limit of bound variables (32,766), which Debian's Python raises to 250,000."""
+    def checkout(dbapi_connection, record, proxy):
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, limit)
+
+    event.listen(engine, "checkout", checkout)
+    try:
+        yield
+    finally:
+        event.remove(engine, "checkout", checkout)
+        engine.dispose()  # no pooled connection keeps the lower limit
+
+
+def test_an_include_over_more_parents_than_a_statement_can_bind(wsgi_app, engine, blog, db, backend):
+    """Old code: SQLite refused the comments' authors ("too many SQL variables"), PostgreSQL
+    ("number of parameters must be between 0 and 65535")."""
+    article, bob = blog["hello"], blog["bob"]
+    many = 33_000 if backend == "sqlite" else 66_000
+    now = dt.datetime(2026, 1, 1)
+    db.execute(insert(Comment), [{"body": "c", "article_id": article.id, "user_id": bob.id, "created_at": now}] * many)
+    db.commit()
+    app = webtest.TestApp(wsgi_app, extra_environ={"HTTP_HOST": "example.test"})  # no schema check of 66,000 resources
+    limit = sqlite_variable_limit(engine, 32_766) if backend == "sqlite" else contextlib.nullcontext()
+    with limit:
+        document = app.get(f"/api/articles/{article.id}", params={"include": "comments.author"}).json
+    comments = document["data"]["relationships"]["comments"]["data"]
+    assert len(comments) == many + len([c for c in blog["comments"] if c.article_id == article.id])
+    authors = {item["id"] for item in document["included"] if item["type"] == "users"}
+    assert str(bob.id) in authors
+    assert len(document["included"]) == len(comments) + len(authors)
+
+
+def _plan(connection, statement, parameters) -> str:
+    compiled = statement.compile(connection.engine)
+    sql, values = str(compiled), compiled.construct_params(parameters)
+    if connection.dialect.name == "sqlite":
+        positional = tuple(values[name] for name in compiled.positiontup)
+        return " ".join(str(row[-1]) for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, positional))
+    connection.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table: can the index serve at all?
+    return " ".join(row[0] for row in connection.exec_driver_sql("EXPLAIN " + sql, values))
+
+
+def test_the_bound_list_is_searched_by_the_index(engine, blog):
+    dialect = engine.dialect
+    by_key = select(User.id).where(ids_in(User.id, "ids", dialect))
+    by_foreign_key = select(Comment.id).where(ids_in(Comment.user_id, "ids", dialect))
+    ids = bind_ids(User.__table__.c.id, [blog["bob"].id, blog["alice"].id], dialect)
+    with engine.begin() as connection:
+        key_plan = _plan(connection, by_key, {"ids": ids})
+        foreign_key_plan = _plan(connection, by_foreign_key, {"ids": ids})
+    if dialect.name == "sqlite":
+        assert "SEARCH users USING INTEGER PRIMARY KEY (rowid=?)" in key_plan
+        assert "SEARCH comments USING" in foreign_key_plan and "(user_id=?)" in foreign_key_plan
+    else:
+        assert "Index" in key_plan and "= ANY" in key_plan and "Seq Scan" not in key_plan
+        assert "Index" in foreign_key_plan and "Seq Scan" not in foreign_key_plan
+
+
+def test_other_dialects_keep_the_expanding_in():
+    dialect = mysql.dialect()
+    criterion = ids_in(User.id, "ids", dialect)
+    assert "POSTCOMPILE_ids" in str(criterion.compile(dialect=dialect))
+    assert bind_ids(User.__table__.c.id, (3, 1), dialect) == [3, 1]
