@@ -31,6 +31,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import String
 
+from .connection import connection_of
+
 __all__ = ["bind_ids", "dialect_of", "ids_in"]
 
 _DIALECT = "jsonapi.dialect"
@@ -39,11 +41,11 @@ _JSON_KEYS = (int, str, uuid.UUID)
 
 
 def dialect_of(request: Request) -> Dialect:
-    """The dialect of the request's session (asked once per request)."""
+    """The dialect of the request's connection (``connection.connection_of``; asked once per request)."""
     state = request.__dict__
     dialect: Dialect | None = state.get(_DIALECT)
     if dialect is None:
-        dialect = state[_DIALECT] = request.dbsession.get_bind().dialect
+        dialect = state[_DIALECT] = connection_of(request).dialect
     return dialect
 
 
