@@ -222,6 +222,8 @@ class Registry:
         self.statements = StatementCache()
         #: colander schema (class or instance) -> (one instance, whether binding must run colander's bind)
         self.schemas: dict[Any, tuple[Any, bool]] = {}
+        #: the API root's names up to the root -> its quoted path with a trailing slash (``document.api_base``)
+        self.api_paths: dict[tuple[Any, ...], str] = {}
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type[Any], ResourceDefinition] = {}
         self.resolved = False
