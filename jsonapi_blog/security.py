@@ -101,7 +101,7 @@ def find_identity(request, secret: str) -> Identity | None:
     """The identity of a bearer ``secret``: its token exists and has not expired, its account is
     active. One statement (the token, its user and the user's roles)."""
     hashed = hash_secret(secret)
-    rows = request.dbsession.execute(_IDENTITY, {"hashed": hashed, "now": utcnow()}).all()
+    rows = request.dbconnection.execute(_IDENTITY, {"hashed": hashed, "now": utcnow()}).all()
     if not rows or not secrets_match(rows[0][1], hashed):
         return None
     token_id, _hash, user_id, _role = rows[0]

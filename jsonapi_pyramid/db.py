@@ -4,9 +4,13 @@
 turns on pyramid_tm for the methods that write (one transaction per request: committed when the
 view succeeds, aborted when anything raises, also when an exception view renders the error) and
 adds ``request.dbsession``, joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
-GET, HEAD and OPTIONS get a plain session whose database transaction is rolled back when the
-request ends (``writes_only``; set ``tm.activate_hook`` to change which requests pyramid_tm manages).
-An application that manages its own sessions just provides ``request.dbsession`` itself.
+GET, HEAD and OPTIONS are not managed by pyramid_tm (``writes_only``; set ``tm.activate_hook`` to
+change which requests it manages): they get one Core connection, ``request.dbconnection``, on
+which the library runs its statements (``connection.py``), and whose database transaction is
+rolled back when the request ends; ``request.dbsession`` on a read is made only when something
+asks for it, bound to that connection (``read_session``). On a write ``request.dbconnection`` is
+the session's connection. An application that manages its own sessions just provides
+``request.dbsession`` itself (the library then runs its statements on that session's connection).
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
 transaction each time):
@@ -233,35 +237,50 @@ SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 
 def writes_only(request: Request) -> bool:
     """pyramid_tm's activate hook: a transaction for the methods that may write. A read runs its
-    statements in one database transaction all the same (the session's), rolled back at its end
-    (``read_session``), without the two-phase commit machinery a read has no use for."""
+    statements in one database transaction all the same (its connection's), rolled back at its end
+    (``read_connection``), without the two-phase commit machinery a read has no use for."""
     return request.method not in SAFE_METHODS
 
 
-def read_session(session_factory: Any, request: Request) -> Any:
-    """The session of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): closed, which
-    rolls its database transaction back, when the request is finished. Changes a read flushed are
-    rolled back too, with a warning: writes belong to POST, PATCH and DELETE."""
+def read_connection(request: Request) -> Any:
+    """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
+    library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
+    when something asks for one. Closed when the request is finished, which rolls its database
+    transaction back; changes a read flushed through the session are rolled back too, with a
+    warning: writes belong to POST, PATCH and DELETE."""
     connection = _replica_connection(request)
-    bind = {} if connection is None else {"bind": connection}
-    session = session_factory(info={"request": request}, **bind)
+    if connection is None:
+        connection = request.registry["db.engine"].connect()
 
     def close(request: Request) -> None:
-        if session.info.get(_FLUSHED):
-            log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
-                        request.method, request.path_info)
+        session = request.__dict__.get("dbsession")
+        if session is not None:
+            if session.info.get(_FLUSHED):
+                log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
+                            request.method, request.path_info)
+            with contextlib.suppress(Exception):
+                session.close()  # it joined the connection's transaction: its close leaves that alone
         try:
-            session.close()  # a rollback: it fails when the connection was lost, which the answer already said
+            connection.close()  # a rollback: it fails when the connection was lost, which the answer already said
         except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
-            log.info("closing a read's session failed (%s): its connection is discarded", exc.__class__.__name__)
+            log.info("closing a read's connection failed (%s): it is discarded", exc.__class__.__name__)
             with contextlib.suppress(Exception):
-                session.invalidate()
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                connection.close()
+                connection.invalidate()
 
     request.add_finished_callback(close)
-    return session
+    return connection
+
+
+def read_session(session_factory: Any, request: Request) -> Any:
+    """The session of a read, made only when something asks for ``request.dbsession``: bound to
+    the request's connection (``read_connection``), in its transaction, so that the session and
+    the library's Core statements see the same rows. The transaction is begun here when no
+    statement has begun it yet, so that it is the connection's: the session joins it
+    (``rollback_only``) and its close never rolls it back; the connection's close does, once."""
+    connection = request.dbconnection
+    if not connection.in_transaction():
+        connection.begin()
+    return session_factory(info={"request": request}, bind=connection, join_transaction_mode="rollback_only")
 
 
 def _replica_connection(request: Request) -> Any:
@@ -343,6 +362,13 @@ def includeme(config: Configurator) -> None:
                 session = read_session(session_factory, request)
         return session
 
+    def dbconnection(request: Request) -> Any:
+        # A write's is its session's (pyramid_tm's transaction); a read has one of its own.
+        if "app.dbsession" in request.environ or pyramid_tm.is_tm_active(request):
+            return request.dbsession.connection()
+        return read_connection(request)
+
     config.add_request_method(dbsession, reify=True)
+    config.add_request_method(dbconnection, reify=True)
     config.add_view(health_view, context=Root, name="health", request_method=("GET", "HEAD"),
                     permission=NO_PERMISSION_REQUIRED)

@@ -20,6 +20,7 @@ from pyramid.request import Request
 from sqlalchemy import Boolean, String, and_, bindparam, false, func, inspect, not_, or_, select, true
 from sqlalchemy.sql.util import ClauseAdapter
 
+from .connection import dialect_name
 from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .filter_terms import FilterTerm
@@ -228,7 +229,7 @@ def filter_criterion(request: Request, definition: ResourceDefinition, term: Fil
     their positive counterpart (``eq``, ``in``, ``isnull=false``): "no visible related resource
     matches". ``isnull`` on a relationship itself asks whether there is no visible related one.
     The term's value is bound as the parameter ``name``."""
-    dialect = request.dbsession.get_bind().dialect.name
+    dialect = dialect_name(request)
     operator, value = term.operator, term.value
     foreign_key = _local_foreign_key(request, definition, term.path)
     if foreign_key is not None:  # same answers as the EXISTS below, without the subquery

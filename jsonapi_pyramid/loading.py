@@ -17,6 +17,7 @@ from typing import Any, cast
 from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
 
+from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
 from .filtering import filter_parameters, filter_shape, filters_criterion
 from .pagination import CursorPage, OrderKey, load_cursor_page
@@ -132,7 +133,7 @@ def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, A
         parameters["jsonapi_parent_id"] = parent[2]
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
     if plan.filters:
-        parameters.update(filter_parameters(plan.filters, request.dbsession.get_bind().dialect.name))
+        parameters.update(filter_parameters(plan.filters, dialect_name(request)))
     return parameters, bound_parent
 
 
@@ -145,7 +146,7 @@ def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns
             None if parent is None else (parent[0], parent[1].name),
             filter_shape(plan.filters),
             tuple((key.path, key.descending) for key in plan.sort),
-            request.dbsession.get_bind().dialect.name if plan.filters else None)
+            dialect_name(request) if plan.filters else None)
 
 
 def load_item(request: Request, definition: Any, resource_id: Any) -> Any:
@@ -161,13 +162,9 @@ def load_item(request: Request, definition: Any, resource_id: Any) -> Any:
 
 
 def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:
-    """Rows of ``statement`` on the session's connection (its transaction), without the ORM's
-    result processing: records (see ``transformer``). Pending changes are flushed first, as the
-    ORM's autoflush would."""
-    session = request.dbsession
-    if session.autoflush:
-        session.flush()
-    return cast("list[Any]", session.connection().execute(statement, parameters).all())
+    """Rows of ``statement`` on the request's connection (``connection.execute``), without the
+    ORM's result processing: records (see ``transformer``)."""
+    return cast("list[Any]", execute(request, statement, parameters).all())
 
 
 def keys_of(request: Request, definition: Any, plan: Any) -> list[OrderKey]:
@@ -183,7 +180,8 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
     if page.cursor:
         columns = (id_column, *(key.column for key in keys_of(request, definition, plan)))
         ids, cursors = load_cursor_page(request, lambda: _collection_parts(request, definition, plan, parent=parent, columns=columns),
-                                        plan, 1)
+                                        plan, 1, lambda statement, values: read_records(request, statement, values))
+        ids = [row[0] for row in ids]
         if definition.subtypes and ids:  # a polymorphic base's members as instances (their types), in order
             found = {getattr(e, definition.id_attribute): e
                      for e in request.dbsession.scalars(select(definition.model).where(id_column.in_(ids)))}
@@ -193,7 +191,8 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
         # a polymorphic base's members as instances: each identifier names its own type
         columns = (definition.model,) if definition.subtypes else (id_column,)
         statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
-        ids = request.dbsession.scalars(statement.offset((page.number - 1) * page.size).limit(page.size + 1)).all()
+        statement = statement.offset((page.number - 1) * page.size).limit(page.size + 1)
+        ids = (request.dbsession.scalars(statement) if definition.subtypes else execute(request, statement).scalars()).all()
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent, columns=(id_column,))[0])
@@ -202,7 +201,7 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
 
 def count(request: Request, statement: Any) -> int:
     subquery = statement.order_by(None).subquery()
-    return cast("int", request.dbsession.scalar(select(func.count()).select_from(subquery)))
+    return cast("int", execute(request, select(func.count()).select_from(subquery)).scalar())
 
 
 def load_related_one(request: Request, parent_definition: Any, relationship: Any, parent_entity: Any) -> Any:
@@ -252,7 +251,7 @@ def count_of(relationship_name: str) -> Any:
         criterion = target.visibility(self.request)
         if criterion is not None:
             statement = statement.where(criterion)
-        counts = dict(self.request.dbsession.execute(statement).all())
+        counts = dict(execute(self.request, statement).all())
         return {entity: counts.get(getattr(entity, definition.id_attribute), 0) for entity in entities}
 
     meta.__name__ = f"count_of_{relationship_name}"

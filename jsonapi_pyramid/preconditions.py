@@ -31,6 +31,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import InvalidRequestError
 
 from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
+from .connection import dialect_name
 from .errors import JsonApiError
 
 __all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
@@ -49,7 +50,7 @@ def lock_row(request: Request, definition: Any, entity: Any) -> bool:
     False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
     session = request.dbsession
     try:
-        if session.get_bind(mapper=definition.model).dialect.name == "sqlite":
+        if dialect_name(request) == "sqlite":
             table = definition.id_column.table
             key = definition.id_column
             unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
