@@ -220,8 +220,9 @@ class Registry:
         self.settings = settings
         #: statements reused across requests (``schema.StatementCache``)
         self.statements = StatementCache()
-        #: colander schema (class or instance) -> (one instance, whether binding must run colander's bind)
-        self.schemas: dict[Any, tuple[Any, bool]] = {}
+        #: colander schema (class or instance) -> (one instance, the pool of its bound trees; None
+        #: when binding must run colander's bind) (``validation.envelope.bound_schema``)
+        self.schemas: dict[Any, tuple[Any, list[Any] | None]] = {}
         #: the API root's names up to the root -> its quoted path with a trailing slash (``document.api_base``)
         self.api_paths: dict[tuple[Any, ...], str] = {}
         self.types: dict[str, ResourceDefinition] = {}
