@@ -40,12 +40,13 @@ class ActionOrder(enum.IntEnum):
     order when the configuration commits; 0 is the default): every ``add_jsonapi_resource``
     registers its type, then custom operations are recorded on their types, then every
     declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
-    is built from the result."""
+    is built from the result; last of all, ``jsonapi.gc_freeze`` freezes the heap."""
 
     REGISTER = 0
     OPERATIONS = 5
     RESOLVE = 10
     OPENAPI = 20
+    GC_FREEZE = 1000
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
