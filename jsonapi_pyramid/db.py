@@ -351,6 +351,7 @@ def includeme(config: Configurator) -> None:
     tm_session_factory = get_session_factory(engine, transactions=True)  # writes only: reads skip its listeners
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory
+    config.registry["db.tm_session_factory"] = tm_session_factory  # the sessions of writes (tm_join.py)
 
     def dbsession(request: Request) -> Any:
         # Tests and tools may hand in their own session through the environ.
