@@ -143,13 +143,13 @@ def user_acl(context, request) -> list:
     """Everyone reads and signs up; a user changes itself; roles, the links held by other
     resources (articles, profile), activation and removal are for admins."""
     admin_only = ("roles", "articles", "profile")
-    if context.entity is None:
+    if context.record is None:
         if _sends(context, request, *admin_only):
             return [(Allow, Everyone, VIEW), (Allow, ADMIN, ALL_PERMISSIONS), DENY_ALL]
         return [(Allow, Everyone, (VIEW, CREATE)), (Allow, ADMIN, ALL_PERMISSIONS), DENY_ALL]
     acl = [(Allow, Everyone, VIEW), (Allow, ADMIN, ALL_PERMISSIONS)]
     if _relationship_name(context) not in admin_only and not _sends(context, request, *admin_only):
-        acl.append((Allow, user_principal(context.entity.id), UPDATE))
+        acl.append((Allow, user_principal(context.record.id), UPDATE))
     return acl + [DENY_ALL]
 
 
@@ -163,11 +163,11 @@ def article_acl(context, request) -> list:
     their own; only admins name another author or move comments between articles."""
     acl = [(Allow, Everyone, VIEW), (Allow, ADMIN, ALL_PERMISSIONS)]
     admin_only = _names_another_user(context, request, "author") or _sends(context, request, "comments")
-    if context.entity is None:
+    if context.record is None:
         if not admin_only:
             acl.append((Allow, Authenticated, CREATE))
     elif not admin_only and _relationship_name(context) not in ("author", "comments"):
-        acl.append((Allow, user_principal(context.entity.user_id), (UPDATE, DELETE)))
+        acl.append((Allow, user_principal(context.record.user_id), (UPDATE, DELETE)))
     return acl + [DENY_ALL]
 
 
@@ -176,11 +176,11 @@ def comment_acl(context, request) -> list:
     (or an admin) changes or removes a comment, and may clear its authorship."""
     acl = [(Allow, Everyone, VIEW), (Allow, ADMIN, ALL_PERMISSIONS)]
     admin_only = _names_another_user(context, request, "author")
-    if context.entity is None:
+    if context.record is None:
         if not admin_only:
             acl.append((Allow, Authenticated, CREATE))
-    elif not admin_only and context.entity.user_id is not None:
-        acl.append((Allow, user_principal(context.entity.user_id), (UPDATE, DELETE)))
+    elif not admin_only and context.record.user_id is not None:
+        acl.append((Allow, user_principal(context.record.user_id), (UPDATE, DELETE)))
     return acl + [DENY_ALL]
 
 
@@ -188,21 +188,21 @@ def profile_acl(context, request) -> list:
     """Authenticated callers read; a user creates and changes its own profile; admins any."""
     acl = [(Allow, Authenticated, VIEW), (Allow, ADMIN, ALL_PERMISSIONS)]
     admin_only = _names_another_user(context, request, "user")
-    if context.entity is None:
+    if context.record is None:
         if not admin_only:
             acl.append((Allow, Authenticated, CREATE))
     elif not admin_only:
-        acl.append((Allow, user_principal(context.entity.user_id), (UPDATE, DELETE)))
+        acl.append((Allow, user_principal(context.record.user_id), (UPDATE, DELETE)))
     return acl + [DENY_ALL]
 
 
 def token_acl(context, request) -> list:
     """Anyone may ask for a token; its owner (or an admin) sees and revokes it. A token is never
     changed. Other users' tokens are hidden by visibility, so they get 404."""
-    if context.entity is None:
+    if context.record is None:
         return [(Allow, Everyone, CREATE), (Allow, Authenticated, VIEW), DENY_ALL]
     acl = [(Allow, ADMIN, (VIEW, DELETE))]
-    acl.append((Allow, user_principal(context.entity.user_id), (VIEW, DELETE)))
+    acl.append((Allow, user_principal(context.record.user_id), (VIEW, DELETE)))
     return acl + [DENY_ALL]
 
 

@@ -15,7 +15,11 @@ from typing import Any
 
 from pyramid.request import Request
 
-__all__ = ["connection_of", "dialect_name", "execute"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute"]
+
+#: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
+#: their item as a record (``traversal.Item``)
+READS = frozenset(("GET", "HEAD", "OPTIONS"))
 
 #: set by ``jsonapi_pyramid.db``: the request has ``request.dbconnection``
 _ENGINE = "db.engine"

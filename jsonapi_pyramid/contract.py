@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
+from sqlalchemy.engine import Row
 
 from .identifiers import parse_int
 from .records import Readers
@@ -120,6 +121,10 @@ class ResourceDefinition:
         self.attributes: tuple[str, ...] = ()
         #: ``(id, *attribute columns, *reads)`` of a record, or None: read as mapped instances
         self.record_columns: tuple[Any, ...] | None = None
+        #: the columns of the record of one item read (``/api/<type>/<id>`` and below, on reads):
+        #: ``record_columns``, then every other column attribute of the model, each labelled with
+        #: its attribute key (ACLs read ``context.record.user_id``); None when read as instances
+        self.item_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}
         #: readers of attribute values from values of this type (``records.Readers``)
@@ -165,12 +170,14 @@ class ResourceDefinition:
         return (self.type, *(sub.type for sub in self.subtypes))
 
     def value_of(self, entity: Any) -> Any:
-        """The mapped instance ``entity`` in the shape this type's transformer receives (module
-        ``records``): its record when the type is read as records, else the instance itself. The
-        one door through which instances (single reads, write answers, custom operations) reach
-        a document."""
+        """``entity`` in the shape this type's transformer receives (module ``records``): the
+        record of a mapped instance when the type is read as records, else the instance itself;
+        a record (an item read as one, ``loading.load_item``) as it is. The one door through
+        which single values (single reads, write answers, custom operations) reach a document."""
         readers = self.readers
-        return readers.as_record(entity) if readers.records else entity
+        if not readers.records or isinstance(entity, Row):  # an item read as a record already is one
+            return entity
+        return readers.as_record(entity)
 
     def identity(self, entity: Any) -> str:
         """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""

@@ -60,6 +60,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
+from .connection import READS
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .negotiation import bound_body
 from .traversal import Root
@@ -232,7 +233,7 @@ def _writable(engine: Any) -> bool | None:
         return None
 
 
-SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
+SAFE_METHODS = READS
 
 
 def writes_only(request: Request) -> bool:

@@ -82,13 +82,13 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
     owner = context.definition
     plan = parse_query(request, target, collection=relationship.many)
     builder = DocumentBuilder(request, plan)
-    owner_url = builder.url(owner, owner.identity(context.entity))
+    owner_url = builder.url(owner, owner.identity(context.record))
     links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}
     if not relationship.many:
-        entity = load_related_one(request, owner, relationship, context.entity)
+        entity = load_related_one(request, owner, relationship, context.record)
         data: Any = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
         return {"jsonapi": JSONAPI, "data": data, "links": links}
-    parent = (owner, relationship, getattr(context.entity, owner.id_attribute))
+    parent = (owner, relationship, getattr(context.record, owner.id_attribute))
     paged = load_linkage_page(request, target, plan, parent=parent)
     if target.subtypes:  # instances (load_linkage_page)
         data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)

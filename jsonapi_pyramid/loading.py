@@ -149,15 +149,22 @@ def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns
             dialect_name(request) if plan.filters else None)
 
 
-def load_item(request: Request, definition: Any, resource_id: Any) -> Any:
-    """The instance of ``definition`` with id ``resource_id`` if the caller may see it, else None."""
+def load_item(request: Request, definition: Any, resource_id: Any, *, record: bool = False) -> Any:
+    """The row of ``definition`` with id ``resource_id`` if the caller may see it, else None:
+    with ``record`` and a type read as records, its record of ``item_columns`` (Core, on the
+    request's connection), else the mapped instance (through ``request.dbsession``)."""
+    columns = definition.item_columns if record else None
+
     def build() -> Any:
         model = definition.model
-        statement = select(model).where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        statement = select(*(columns if columns is not None else (model,)))
+        statement = statement.where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
         criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("item", definition), build)
+    statement = get_registry(request).statements.get(request, ("item", definition, columns is not None), build)
+    if columns is not None:
+        return execute(request, statement, {"jsonapi_id": resource_id}).first()
     return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
 
 
@@ -204,19 +211,23 @@ def count(request: Request, statement: Any) -> int:
     return cast("int", execute(request, select(func.count()).select_from(subquery)).scalar())
 
 
-def load_related_one(request: Request, parent_definition: Any, relationship: Any, parent_entity: Any) -> Any:
-    """The target of a to-one relationship, or None (also when the caller may not see it)."""
+def load_related_one(request: Request, parent_definition: Any, relationship: Any, parent: Any) -> Any:
+    """The target of a to-one relationship of ``parent`` (a record or an instance), or None (also
+    when the caller may not see it): a record when the target is read as records."""
     target = relationship.target_definition
     owner = parent_definition.owner
+    columns = target.record_columns
     statement = (
-        select(target.model)
+        select(*(columns if columns is not None else (target.model,)))
         .select_from(owner)
         .join(getattr(owner, relationship.prop.key))
-        .where(getattr(owner, parent_definition.id_attribute) == getattr(parent_entity, parent_definition.id_attribute))
+        .where(getattr(owner, parent_definition.id_attribute) == getattr(parent, parent_definition.id_attribute))
     )
     criterion = target.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
+    if columns is not None:
+        return execute(request, statement.limit(1)).first()
     return request.dbsession.scalars(statement.limit(1)).first()
 
 

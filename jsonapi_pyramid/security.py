@@ -2,7 +2,7 @@
 
 Pyramid decides (``ACLHelper`` over the context's lineage); the library names the permissions its
 views need and lets each resource declare its ACL with ``acl=`` on ``add_jsonapi_resource``: a
-list of ACEs, or a callable ``(context, request) -> list`` that may look at ``context.entity``
+list of ACEs, or a callable ``(context, request) -> list`` that may look at ``context.record``
 (the target row; None on the collection) and ``context.relationship`` (on relationship nodes).
 The helpers such callables use, and the ACL of every node, are in ``acl``.
 

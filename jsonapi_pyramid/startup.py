@@ -18,7 +18,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from pyramid.exceptions import ConfigurationError
-from sqlalchemy import inspect
+from sqlalchemy import Column, inspect
 from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import NullType
 
@@ -140,10 +140,17 @@ def resolve_subtypes(definition: Any, registry: Any) -> None:
 
 def resolve_values(definition: Any) -> None:
     """The value shape of the type (``records``), once polymorphic families are known: records
-    of ``record_columns``, or mapped instances when there are none; its readers, and the reader
-    of the id of one of its values (``id_of``)."""
+    of ``record_columns``, or mapped instances when there are none; its readers, the reader of
+    the id of one of its values (``id_of``), and the columns of an item's record
+    (``item_columns``: the record's first, so its readers read it by position, then the model's
+    other table columns; column properties that are SQL expressions are left out)."""
     columns = definition.record_columns
     record_keys = None if columns is None else tuple(column.key for column in columns)
+    if record_keys is not None:
+        mapper = inspect(definition.model)
+        others = tuple(prop.key for prop in mapper.column_attrs
+                       if prop.key not in record_keys and isinstance(prop.expression, Column))
+        definition.item_columns = (*columns, *(getattr(definition.model, key).label(key) for key in others))
     definition.readers = Readers(definition.model, definition.transformer_class, definition.attributes, record_keys)
     definition.id_of = itemgetter(0) if columns is not None else attrgetter(definition.id_attribute)
 

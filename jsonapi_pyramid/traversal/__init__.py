@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
+from sqlalchemy.engine import Row
 
 from ..acl import context_acl
 from ..body import sent_data
+from ..connection import READS
 from ..contract import ResourceDefinition, get_registry
 from ..loading import load_item
 from ..security import DEFAULT_ROOT_ACL
@@ -73,6 +75,8 @@ class _Node:
 
     request: Request
     definition: ResourceDefinition = None  # type: ignore[assignment]  # set by every subclass's __init__
+    #: the item's column values by attribute name, and its mapped instance (``Item``); None on a collection
+    record: Any = None
     entity: Any = None
     relationship: Any = None
     _payload: Any = _FROM_BODY
@@ -110,21 +114,36 @@ class Collection(_Node):
             resource_id = definition.parse_id(key)
         except (ValueError, TypeError):
             raise KeyError(key) from None
-        entity = load_item(self.request, definition, resource_id)
-        if entity is None:
+        request = self.request
+        value = load_item(request, definition, resource_id, record=request.method in READS)
+        if value is None:
             raise KeyError(key)
-        return Item(self, entity)
+        return Item(self, value)
 
 
 class Item(_Node):
-    """``/api/<type>/<id>``: one resource the caller may see."""
+    """``/api/<type>/<id>``: one resource the caller may see.
 
-    def __init__(self, parent: Collection, entity: Any) -> None:
+    ``record``: its column values by attribute name; on a read of a type read as records, a
+    record of ``item_columns`` (what the views and the ACLs need, one Core statement), else the
+    mapped instance. ``entity``: the mapped instance, loaded on first use on a read (one more
+    statement, through ``request.dbsession``); the one traversal loaded otherwise."""
+
+    def __init__(self, parent: Collection, value: Any) -> None:
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
-        self.entity = entity
-        self.__name__ = self.definition.identity(entity)
+        self.record = value
+        self._entity = None if isinstance(value, Row) else value
+        self.__name__ = self.definition.identity(value)
+
+    @property
+    def entity(self) -> Any:
+        entity = self._entity
+        if entity is None:
+            definition = self.definition
+            entity = self._entity = self.request.dbsession.get(definition.model, getattr(self.record, definition.id_attribute))
+        return entity
 
     def __getitem__(self, name: Any) -> Any:
         if name == "relationships":
@@ -135,7 +154,21 @@ class Item(_Node):
         return Related(self, relationship)
 
 
-class _RelationshipNode(_Node):
+class _BelowItem(_Node):
+    """A node below an item: its ``record`` and ``entity`` are the item's."""
+
+    __parent__: Any
+
+    @property
+    def record(self) -> Any:
+        return self.__parent__.record
+
+    @property
+    def entity(self) -> Any:
+        return self.__parent__.entity
+
+
+class _RelationshipNode(_BelowItem):
     """A node about one relationship of the item above it."""
 
     def __init__(self, parent: Any, relationship: Any) -> None:
@@ -143,7 +176,6 @@ class _RelationshipNode(_Node):
         self.__name__ = relationship.name
         self.request = parent.request
         self.definition = parent.definition
-        self.entity = parent.entity
         self.relationship = relationship
 
 
@@ -151,7 +183,7 @@ class Related(_RelationshipNode):
     """``/api/<type>/<id>/<name>``: the related resource(s)."""
 
 
-class Relationships(_Node):
+class Relationships(_BelowItem):
     """``/api/<type>/<id>/relationships``: only a step on the way to a linkage node."""
 
     __name__ = "relationships"
@@ -160,7 +192,6 @@ class Relationships(_Node):
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
-        self.entity = parent.entity
 
     def __getitem__(self, name: Any) -> Any:
         relationship = self.definition.relationships.get(name)

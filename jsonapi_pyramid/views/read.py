@@ -28,9 +28,10 @@ def _varies(request: Request, document: Any) -> Any:
 
 
 def show(context: Any, request: Request) -> Any:
-    """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility)."""
+    """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility: its record
+    on a read, ``traversal.Item``)."""
     plan = parse_query(request, context.definition, collection=False)
-    document = resource_document(request, plan, context.definition, context.entity, pages=plan.include_pages)
+    document = resource_document(request, plan, context.definition, context.record, pages=plan.include_pages)
     return _varies(request, document) if plan.include_pages else document
 
 
@@ -40,11 +41,11 @@ def related(context: Any, request: Request) -> Any:
     target = relationship.target_definition
     plan = parse_query(request, target, collection=relationship.many)
     if relationship.many:
-        parent = (context.definition, relationship, getattr(context.entity, context.definition.id_attribute))
+        parent = (context.definition, relationship, getattr(context.record, context.definition.id_attribute))
         loaded = load_page(request, target, plan, parent=parent)
         return _varies(request, page_document(request, plan, loaded, plan.include_pages))
-    entity = load_related_one(request, context.definition, relationship, context.entity)
-    document = resource_document(request, plan, target, entity, pages=plan.include_pages)
+    value = load_related_one(request, context.definition, relationship, context.record)
+    document = resource_document(request, plan, target, value, pages=plan.include_pages)
     return _varies(request, document) if plan.include_pages else document
 
 
