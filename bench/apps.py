@@ -18,6 +18,7 @@ OURS_SETTINGS = {
     "retry.attempts": "3",
     "jsonapi.default_page_size": "20",
     "jsonapi.max_page_size": "100",
+    "jsonapi.gc_freeze": "true",  # as production.ini
 }
 
 

@@ -41,12 +41,13 @@ class ActionOrder(enum.IntEnum):
     order when the configuration commits; 0 is the default): every ``add_jsonapi_resource``
     registers its type, then custom operations are recorded on their types, then every
     declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
-    is built from the result."""
+    is built from the result; last of all, ``jsonapi.gc_freeze`` freezes the heap."""
 
     REGISTER = 0
     OPERATIONS = 5
     RESOLVE = 10
     OPENAPI = 20
+    GC_FREEZE = 1000
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
@@ -227,8 +228,11 @@ class Registry:
         self.settings = settings
         #: statements reused across requests (``schema.StatementCache``)
         self.statements = StatementCache()
-        #: colander schema (class or instance) -> (one instance, whether binding must run colander's bind)
-        self.schemas: dict[Any, tuple[Any, bool]] = {}
+        #: colander schema (class or instance) -> (one instance, the pool of its bound trees; None
+        #: when binding must run colander's bind) (``validation.envelope.bound_schema``)
+        self.schemas: dict[Any, tuple[Any, list[Any] | None]] = {}
+        #: the API root's names up to the root -> its quoted path with a trailing slash (``document.api_base``)
+        self.api_paths: dict[tuple[Any, ...], str] = {}
         self.types: dict[str, ResourceDefinition] = {}
         self.models: dict[type[Any], ResourceDefinition] = {}
         self.resolved = False

@@ -59,7 +59,7 @@ from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
-from . import replicas
+from . import replicas, tm_join
 from .connection import READS
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .negotiation import bound_body
@@ -108,8 +108,12 @@ def _standby_is_a_lost_connection(context: Any) -> None:
         context.is_disconnect = True
 
 
-def get_session_factory(engine: Any) -> Any:
+def get_session_factory(engine: Any, transactions: bool = False) -> Any:
+    """The sessions of ``engine``; ``transactions``: each joins the transaction manager it is made
+    with (``get_tm_session``), by listeners registered here once (``tm_join.py``)."""
     factory = sessionmaker(bind=engine)
+    if transactions:
+        tm_join.register_on_factory(factory)
     event.listen(factory, "before_commit", _note_commit_started)
     event.listen(factory, "after_flush", _note_flush)
     event.listen(factory, "after_commit", replicas.note_commit)
@@ -314,10 +318,17 @@ def bound_unsized_body(request: Request) -> Any:
 
 
 def get_tm_session(session_factory: Any, transaction_manager: Any, request: Request = None) -> Any:
-    """A session joined to ``transaction_manager`` (zope.sqlalchemy's ``register``)."""
-    session = session_factory(info={"request": request})
-    zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
-    return session
+    """A session joined to ``transaction_manager``: through the listeners of ``get_session_factory``'s
+    factories (``tm_join.py``), or zope.sqlalchemy's ``register`` on the session for another factory."""
+    if not tm_join.registered_on(session_factory):
+        session = session_factory(info={"request": request})
+        zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
+        return session
+    return _joined_session(session_factory, transaction_manager, request)
+
+
+def _joined_session(session_factory: Any, transaction_manager: Any, request: Request) -> Any:
+    return session_factory(info={"request": request, tm_join.TRANSACTION_MANAGER: transaction_manager})
 
 
 def includeme(config: Configurator) -> None:
@@ -338,15 +349,17 @@ def includeme(config: Configurator) -> None:
         config.registry["db.read_wait"] = float(settings.get("db.read_wait", 0.5))
         config.add_tween("jsonapi_pyramid.replicas.position_tween_factory", over="pyramid_tm.tm_tween_factory")
     session_factory = get_session_factory(engine)
+    tm_session_factory = get_session_factory(engine, transactions=True)  # writes only: reads skip its listeners
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory
+    config.registry["db.tm_session_factory"] = tm_session_factory  # the sessions of writes (tm_join.py)
 
     def dbsession(request: Request) -> Any:
         # Tests and tools may hand in their own session through the environ.
         session = request.environ.get("app.dbsession")
         if session is None:
             if pyramid_tm.is_tm_active(request):
-                session = get_tm_session(session_factory, request.tm, request=request)
+                session = _joined_session(tm_session_factory, request.tm, request)
             else:
                 session = read_session(session_factory, request)
         return session

@@ -19,10 +19,11 @@ from operator import itemgetter
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
+from pyramid.interfaces import VH_ROOT_KEY, IResourceURL
 from pyramid.request import Request
-from pyramid.traversal import find_interface
+from pyramid.traversal import find_interface, resource_path
 
-from .contract import ResourceDefinition
+from .contract import ResourceDefinition, get_registry
 from .include_pages import PagedMembers
 from .includes import load_includes
 from .loading import Loaded, load_linkage_page, load_related_one
@@ -103,8 +104,36 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
 
 
 def api_base(request: Request) -> str:
-    """Absolute URL of the ``api`` node with a trailing slash, from the request's host."""
+    """Absolute URL of the ``api`` node with a trailing slash: the request's application URL (its
+    host, scheme and ``SCRIPT_NAME``) and the API root's path, which is ``request.resource_url``'s
+    answer worked out once per position of the API root in the tree (``Registry.api_paths``).
+    Pyramid's ``resource_url`` answers itself under a virtual root (``X-Vhm-Root``), which
+    changes the path per request, and when an ``IResourceURL`` adapter is registered for the API root."""
+    api: Any = request.context
+    while api is not None and not isinstance(api, ApiRoot):
+        api = getattr(api, "__parent__", None)
+    if api is not None and VH_ROOT_KEY not in request.environ:
+        lineage: list[Any] = []
+        node: Any = api
+        while node is not None:
+            lineage.append(node.__name__)
+            node = getattr(node, "__parent__", None)
+        paths = get_registry(request).api_paths
+        path = paths.get(key := tuple(lineage))
+        if path is None:
+            path = paths[key] = _api_path(request, api)
+        if path:
+            return request_urls(request).application + path
     return cast("str", request.resource_url(find_interface(request.context, ApiRoot), app_url=request_urls(request).application))
+
+
+def _api_path(request: Request, api: ApiRoot) -> str:
+    """The API root's quoted path with a trailing slash, as ``resource_url`` builds it; "" when
+    an ``IResourceURL`` adapter registered for it must answer."""
+    if request.registry.queryMultiAdapter((api, request), IResourceURL) is not None:
+        return ""
+    path: str = resource_path(api)
+    return path if path.endswith("/") else path + "/"
 
 
 class DocumentBuilder:

@@ -84,17 +84,14 @@ def access_log_tween_factory(handler: Any, registry: Any) -> Any:
 def _log(request: Request, environ: Any, started: Any, status: Any, request_id: Any, level: Any, **extra: Any) -> None:
     if not access_log.isEnabledFor(level):
         return
-    fields = {
-        "method": environ.get("REQUEST_METHOD", "-"),
-        "path": _raw_path(environ) or "/",
-        "status": status,
-        "duration_ms": f"{(time.perf_counter() - started) * 1000:.1f}",
-        "request_id": request_id,
-        "attempts": environ.get("retry.attempt", 0) + 1,
-        "remote": environ.get("REMOTE_ADDR", "-"),
-        **extra,
-    }
-    access_log.log(level, "%s", format_fields(fields))
+    # ``format_fields``' line, written out: the status, the duration, the request id (checked or
+    # made by ``request_id``) and the attempts are plain by construction; the rest is quoted as needed.
+    line = (f"method={_value(environ.get('REQUEST_METHOD', '-'))} path={_value(_raw_path(environ) or '/')} "
+            f"status={status} duration_ms={(time.perf_counter() - started) * 1000:.1f} request_id={request_id} "
+            f"attempts={environ.get('retry.attempt', 0) + 1} remote={_value(environ.get('REMOTE_ADDR', '-'))}")
+    if extra:
+        line = f"{line} {format_fields(extra)}"
+    access_log.log(level, "%s", line)
 
 
 def includeme(config: Configurator) -> None:

@@ -3,6 +3,7 @@ application's schema, the relationships through the linkage rules; what passes i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, cast
 
 import colander
@@ -118,32 +119,53 @@ def _schema(schema: Any) -> colander.SchemaNode:
     return schema() if isinstance(schema, type) else schema
 
 
-def bound_schema(schema: Any, **bindings: Any) -> colander.SchemaNode:
-    """``schema.bind(**bindings)``, cheaper for the usual schema: one without ``colander.deferred``
-    values or ``after_bind`` hooks (found once per schema, kept in the registry's ``schemas``) is
-    bound by setting ``bindings`` on every node of a clone of one instance (what ``bind`` comes to
-    for such a schema, without its scan of every attribute of every node). ``bindings`` hold the request."""
-    instance, deferred = _instance(get_registry(bindings["request"]).schemas, schema)
-    if deferred:
-        return instance.bind(**bindings)
-    cloned = instance.clone()
+def bound_schema(schema: Any, **bindings: Any) -> tuple[colander.SchemaNode, Callable[[], None] | None]:
+    """``schema.bind(**bindings)``, and what to call when done with it (None: nothing). ``bindings``
+    hold the request.
+
+    A schema with ``colander.deferred`` values or ``after_bind`` hooks (found once per schema, kept
+    in the registry's ``schemas``) is bound by colander, a new tree each time. For any other,
+    binding only sets ``bindings`` on every node (what ``bind`` comes to for it): such a schema's
+    bound trees are kept in a pool per schema and lent, one request at a time each, with one
+    dictionary shared by all of a tree's nodes as their ``bindings``, filled for the request and
+    emptied when it is given back. A validator reads the request it validates for; nothing is
+    cloned per request (a clone once per concurrent request at most)."""
+    instance, pool = _instance(get_registry(bindings["request"]).schemas, schema)
+    if pool is None:
+        return instance.bind(**bindings), None
+    try:
+        tree, shared = pool.pop()
+    except IndexError:  # every tree is lent: one more
+        tree, shared = _bindable_tree(instance)
+    shared.update(bindings)
+
+    def give_back() -> None:
+        shared.clear()
+        pool.append((tree, shared))
+
+    return tree, give_back
+
+
+def _bindable_tree(instance: colander.SchemaNode) -> tuple[colander.SchemaNode, dict[str, Any]]:
+    cloned, shared = instance.clone(), cast("dict[str, Any]", {})
     nodes = [cloned]
     while nodes:
         node = nodes.pop()
-        node.bindings = bindings
+        node.bindings = shared
         nodes.extend(node.children)
-    return cloned
+    return cloned, shared
 
 
-def _instance(cache: dict[Any, Any] | None, schema: Any) -> tuple[colander.SchemaNode, bool]:
-    """(an instance of ``schema``, whether it holds deferred values), kept in ``cache`` when given."""
+def _instance(cache: dict[Any, Any] | None, schema: Any) -> tuple[colander.SchemaNode, list[Any] | None]:
+    """(an instance of ``schema``, the pool of its bound trees; None when it holds deferred
+    values), kept in ``cache`` when given."""
     entry = None if cache is None else cache.get(schema)
     if entry is None:
         instance = _schema(schema)
-        entry = (instance, _has_deferred(instance))
+        entry = (instance, None if _has_deferred(instance) else [])
         if cache is not None:
             cache[schema] = entry
-    return cast("tuple[colander.SchemaNode, bool]", entry)
+    return cast("tuple[colander.SchemaNode, list[Any] | None]", entry)
 
 
 def _has_deferred(node: colander.SchemaNode) -> bool:
@@ -158,9 +180,18 @@ def _validate_attributes(request: Request, definition: Any, data: dict[Any, Any]
     if not isinstance(attributes, dict):
         failures.add("/data/attributes", "attributes must be an object.")
         return {}
-    writable = writable_attributes(definition, get_registry(request).schemas)
     schema = definition.create_schema if entity is None else (definition.update_schema or definition.create_schema)
-    bound = bound_schema(schema, request=request, entity=entity, definition=definition) if schema is not None else None
+    bound, give_back = bound_schema(schema, request=request, entity=entity, definition=definition) if schema is not None else (None, None)
+    try:
+        return _checked_attributes(request, definition, attributes, entity, bound, failures)
+    finally:
+        if give_back is not None:
+            give_back()
+
+
+def _checked_attributes(request: Request, definition: Any, attributes: dict[Any, Any], entity: Any, bound: Any,
+                        failures: Failures) -> dict[Any, Any]:
+    writable = writable_attributes(definition, get_registry(request).schemas)
     sent: dict[str, Any] = {}
     unchecked: dict[str, Any] = {}
     wrong_type: set[str] = set()

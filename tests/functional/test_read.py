@@ -357,3 +357,21 @@ def test_links_follow_a_virtual_root(api, blog):
     assert listed["links"]["self"] == "http://example.test/articles?page[size]=1"
     assert listed["data"][0]["links"]["self"].startswith("http://example.test/articles/")
     assert listed["links"]["next"].startswith("http://example.test/articles?")
+
+
+def test_the_api_base_is_the_requests_own_under_one_app(api, blog):
+    """The API root's path is worked out once per application (``document.api_base``), the rest
+    per request: requests to other hosts, schemes and mount prefixes, and one under a virtual
+    root, in turn in one application, each get links that start from their own URL."""
+    article = blog["hello"]
+    cases = [
+        ({"HTTP_HOST": "one.test"}, {}, "http://one.test/api"),
+        ({"HTTP_HOST": "two.test:8443", "wsgi.url_scheme": "https", "SCRIPT_NAME": "/v2"}, {}, "https://two.test:8443/v2/api"),
+        ({"HTTP_HOST": "one.test"}, {"X-Vhm-Root": "/api"}, "http://one.test"),
+        ({"HTTP_HOST": "three.test", "SCRIPT_NAME": "/x"}, {}, "http://three.test/x/api"),
+    ]
+    for environ, headers, base in cases:
+        path = f"/articles/{article.id}" if headers else f"/api/articles/{article.id}"
+        document = api.get(path, extra_environ=environ, headers=headers).json
+        assert document["data"]["links"]["self"] == f"{base}/articles/{article.id}"
+        assert document["data"]["relationships"]["author"]["links"]["related"] == f"{base}/articles/{article.id}/author"

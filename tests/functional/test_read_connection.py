@@ -16,8 +16,9 @@ from jsonapi_pyramid.security import Permission
 @pytest.fixture
 def sessions(wsgi_app):
     """``with sessions() as begun: ...``: the ORM sessions of the application that began a
-    transaction (every session the library or the blog uses does) while the block ran."""
-    factory = wsgi_app.registry["dbsession_factory"]
+    transaction (every session the library or the blog uses does) while the block ran: reads'
+    sessions come from ``dbsession_factory``, writes' from ``db.tm_session_factory`` (``tm_join.py``)."""
+    factories = (wsgi_app.registry["dbsession_factory"], wsgi_app.registry["db.tm_session_factory"])
 
     @contextlib.contextmanager
     def counting():
@@ -27,11 +28,13 @@ def sessions(wsgi_app):
             if transaction.parent is None:
                 begun.append(session)
 
-        event.listen(factory, "after_transaction_create", note)
+        for factory in factories:
+            event.listen(factory, "after_transaction_create", note)
         try:
             yield begun
         finally:
-            event.remove(factory, "after_transaction_create", note)
+            for factory in factories:
+                event.remove(factory, "after_transaction_create", note)
 
     return counting
 

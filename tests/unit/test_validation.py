@@ -225,8 +225,8 @@ def test_bound_schema_is_what_colander_bind_gives(schema):
     from jsonapi_pyramid.validation.envelope import bound_schema
 
     request = _registry_request(limit=5)
-    for _ in range(2):  # the second time from the registry's cache
-        ours = bound_schema(schema, request=request, limit=5)
+    for _ in range(2):  # the second time from the registry's cache (and its pool)
+        ours, give_back = bound_schema(schema, request=request, limit=5)
         theirs = (schema() if isinstance(schema, type) else schema).bind(request=request, limit=5)
         for a, b in zip([ours, *ours.children, *ours.children[-1].children],
                         [theirs, *theirs.children, *theirs.children[-1].children], strict=True):
@@ -234,5 +234,28 @@ def test_bound_schema_is_what_colander_bind_gives(schema):
             assert (a.name, type(a.typ), type(a.validator)) == (b.name, type(b.typ), type(b.validator))
         for cstruct in ({"name": "abc"}, {"name": "abcdef"}, {"name": "ab", "nested": {"n": "x"}}):
             assert run_schema(ours, cstruct) == run_schema(theirs, cstruct)
+        if give_back is not None:
+            give_back()
     assert len(request.registry.jsonapi.schemas) == 1
-    assert bound_schema(schema, request=request, limit=5) is not bound_schema(schema, request=request, limit=5)  # a clone each time
+
+
+def test_a_bound_tree_is_lent_to_one_request_at_a_time_and_reused():
+    """Plain schemas: two requests at once get two trees, each node bound to its own request; a
+    tree given back is emptied of its bindings and lent again, not cloned again."""
+    from jsonapi_pyramid.validation.envelope import bound_schema
+
+    registry = SimpleNamespace(jsonapi=SimpleNamespace(schemas={}))
+    first, second = SimpleNamespace(registry=registry), SimpleNamespace(registry=registry)
+    one, give_back_one = bound_schema(_Plain, request=first)
+    two, give_back_two = bound_schema(_Plain, request=second)
+    assert one is not two
+    assert all(node.bindings == {"request": first} for node in [one, *one.children, *one.children[-1].children])
+    assert all(node.bindings == {"request": second} for node in [two, *two.children, *two.children[-1].children])
+    give_back_one()
+    assert one.bindings == {} and one.children[0].bindings == {}  # nothing of the request is kept
+    again, give_back_again = bound_schema(_Plain, request=second)
+    assert again is one and again.children[0].bindings == {"request": second}
+    give_back_two()
+    give_back_again()
+    deferred, none = bound_schema(_Deferred, request=first, limit=5)
+    assert none is None and deferred is not bound_schema(_Deferred, request=first, limit=5)[0]  # colander's bind each time
