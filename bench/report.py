@@ -11,7 +11,8 @@ import re
 import subprocess
 
 HERE = pathlib.Path(__file__).resolve().parent
-PREVIOUS = HERE / "previous_41ff77f.md"
+PREVIOUS_COMMIT = "3bd8120"
+PREVIOUS = HERE / f"previous_{PREVIOUS_COMMIT}.md"
 MARKER = "<!-- analysis -->"
 
 
@@ -246,36 +247,37 @@ def processes_section(procs: dict | None, cores: int) -> list[str]:
 
 
 def previous_section(run: dict) -> list[str]:
+    """The previous run's ratios to the lean ceiling (and its floor's and ours' requests per second,
+    which show how fast its machine was) beside this run's, from PREVIOUS' "Requests per second"
+    table: scenario | conns | ours rps | ceiling rps | floor rps | ours / ceiling | ..."""
     if not PREVIOUS.exists():
         return []
+    text = PREVIOUS.read_text()
+    table = text.split("## Requests per second", 1)[-1].split("\n## ", 1)[0]
     old = {}
-    for line in PREVIOUS.read_text().splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 12 and cells[2].isdigit():
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 12 and cells[1].isdigit():
             try:
-                old[(cells[0], cells[1], int(cells[2]))] = float(cells[3].split()[0])
+                old[(cells[0], int(cells[1]))] = tuple(float(cells[i]) for i in (2, 3, 4))
             except ValueError:
                 continue
     results = run["results"]
-    lines = ["", "## Beside the previous run (commit 41ff77f, wave 1)", "",
-             "Its full results: [bench/previous_41ff77f.md](previous_41ff77f.md) (4 s runs, its own, heavier "
-             "ceiling). Ours' requests per second then and now, same machine and data; ratios to the ceilings are "
-             "not comparable (the ceiling is leaner now), so both are shown.", "",
-             "| scenario | conns | ours rps then | ours rps now | now / then | ours / old ceiling then | ours / lean ceiling now |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["", f"## Beside the previous run (commit {PREVIOUS_COMMIT})", "",
+             f"Its full results: [bench/{PREVIOUS.name}]({PREVIOUS.name}). The ceiling is the same lean "
+             "bench/ceiling.py; the machine may not be (compare the floors' requests per second), so compare "
+             "the ratios, not requests per second.", "",
+             "| scenario | conns | ours / ceiling then | ours / ceiling now | ours rps then / now | "
+             "floor rps then / now |",
+             "|---|---|---|---|---|---|"]
     for scenario in run["scenarios"]:
         for conns in run["connections"]:
-            then, then_ceiling = old.get((scenario, "ours", conns)), old.get((scenario, "ceiling", conns))
-            now, now_ceiling = rps_of(results, scenario, "ours", conns), rps_of(results, scenario, "ceiling", conns)
-            if then is None or now is None:
+            then = old.get((scenario, conns))
+            now = [rps_of(results, scenario, app, conns) for app in ("ours", "ceiling", "floor")]
+            if then is None or now[0] is None:
                 continue
-            lines.append(f"| {scenario} | {conns} | {then:.1f} | {now:.1f} | {ratio(now, then)} | "
-                         f"{ratio(then, then_ceiling)} | {ratio(now, now_ceiling)} |")
-    text = PREVIOUS.read_text()
-    if "## Results" in text:  # the previous run's whole table, as it was written
-        table = text.split("## Results", 1)[1].split("\n## ", 1)[0].strip()
-        lines += ["", "<details><summary>The previous run's whole table (commit 41ff77f)</summary>", "", table, "",
-                  "</details>"]
+            lines.append(f"| {scenario} | {conns} | {ratio(then[0], then[1])} | {ratio(now[0], now[1])} | "
+                         f"{then[0]:.1f} / {now[0]:.1f} | {then[2]:.1f} / {f1(now[2])} |")
     return lines
 
 
