@@ -134,6 +134,21 @@ if ISOLATION:
     APP_SETTINGS["retry.attempts"] = "3"
 
 
+def blog_parts_app(database_url: str, extra) -> object:
+    """A WSGI app of the reference service's parts (passwords, resources, security) without its
+    own operations, plus ``extra(config)``: for tests that register an operation of their own."""
+    from pyramid.config import Configurator
+
+    with Configurator(settings={**APP_SETTINGS, "sqlalchemy.url": database_url}) as config:
+        config.include("jsonapi_pyramid.db")
+        config.include("jsonapi_pyramid")
+        config.include("jsonapi_blog.passwords")
+        config.include("jsonapi_blog.resources")
+        config.include("jsonapi_blog.security")
+        extra(config)
+    return config.make_wsgi_app()
+
+
 @pytest.fixture(autouse=True)
 def cheap_password_hashing():
     """The argon2 parameters are process-wide: a test that builds an app with default settings

@@ -3,7 +3,6 @@ validation, replacing a standard operation, answering 409 instead)."""
 from __future__ import annotations
 
 import pytest
-from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError, ConfigurationExecutionError
 from sqlalchemy import select
 
@@ -11,10 +10,9 @@ from jsonapi_blog.models import Tag, User
 from jsonapi_blog.security import BlogPermission
 from jsonapi_pyramid.errors import Conflict
 from jsonapi_pyramid.operations import item
+from tests.conftest import blog_parts_app
 
 JSONAPI = "application/vnd.api+json"
-#: As the ``wsgi_app`` fixture: cheap password hashing, no retries.
-APP_SETTINGS = {"blog.argon2_time_cost": "1", "blog.argon2_memory_cost": "64", "retry.attempts": "1"}
 
 
 def post(api, url, document=None, headers=None, status=None):
@@ -161,19 +159,6 @@ def test_a_replaced_create_is_not_tried_on_other_types(api, blog, monkeypatch):
 
 # -- the API itself --------------------------------------------------------------------------
 
-def _app(database_url, extra):
-    """The blog's own parts, plus ``extra(config)`` instead of the blog's activation operations."""
-    settings = {**APP_SETTINGS, "sqlalchemy.url": database_url}
-    with Configurator(settings=settings) as config:
-        config.include("jsonapi_pyramid.db")
-        config.include("jsonapi_pyramid")
-        config.include("jsonapi_blog.passwords")
-        config.include("jsonapi_blog.resources")
-        config.include("jsonapi_blog.security")
-        extra(config)
-    return config.make_wsgi_app()
-
-
 def activate_or_conflict(context, request):
     """How an application answers 409 when the user is active already (the blog returns it as is)."""
     user = context.entity
@@ -185,7 +170,7 @@ def activate_or_conflict(context, request):
 
 @pytest.fixture
 def strict_api(database_url, api):
-    app = _app(database_url, lambda config: config.add_jsonapi_operation(
+    app = blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(
         User, "activate", activate_or_conflict, permission=BlogPermission.ACTIVATE))
     test_app = type(api)(app, extra_environ={"HTTP_HOST": "example.test"})  # validates documents too
     test_app.validator = api.validator
@@ -206,11 +191,11 @@ def test_operation_on_an_unregistered_model_fails_at_start_up(database_url):
         pass
 
     with pytest.raises((ConfigurationError, ConfigurationExecutionError), match="Stranger is not a registered resource"):
-        _app(database_url, lambda config: config.add_jsonapi_operation(Stranger, "poke", activate_or_conflict))
+        blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(Stranger, "poke", activate_or_conflict))
 
 
 def test_operation_needs_a_known_place(database_url):
     with pytest.raises(ConfigurationError, match="on must be one of"):
-        _app(database_url, lambda config: config.add_jsonapi_operation(User, "x", activate_or_conflict, on="row"))
+        blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(User, "x", activate_or_conflict, on="row"))
     with pytest.raises(ConfigurationError, match="cannot be an operation name"):
-        _app(database_url, lambda config: config.add_jsonapi_operation(User, "relationships", activate_or_conflict))
+        blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(User, "relationships", activate_or_conflict))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from pyramid.config import Configurator
 from pyramid.response import Response
 from sqlalchemy import event
 from webtest import TestApp
 
 from jsonapi_pyramid.security import Permission
+from tests.conftest import blog_parts_app
 
 
 @pytest.fixture
@@ -90,19 +90,6 @@ def test_an_item_read_loads_a_record_without_a_session(api, blog, auth_headers, 
     assert len(document["included"]) == 4  # two comments, their authors
 
 
-def _app(database_url, extra):
-    settings = {"blog.argon2_time_cost": "1", "blog.argon2_memory_cost": "64", "retry.attempts": "1",
-                "sqlalchemy.url": database_url}
-    with Configurator(settings=settings) as config:
-        config.include("jsonapi_pyramid.db")
-        config.include("jsonapi_pyramid")
-        config.include("jsonapi_blog.passwords")
-        config.include("jsonapi_blog.resources")
-        config.include("jsonapi_blog.security")
-        extra(config)
-    return config.make_wsgi_app()
-
-
 def test_context_entity_on_a_read_is_the_instance_loaded_on_first_use(database_url, api, blog, loads):
     """A custom GET operation still gets a mapped instance from ``context.entity`` (one more
     statement, only when asked for); ``context.record`` has every column of the model, foreign
@@ -117,7 +104,7 @@ def test_context_entity_on_a_read_is_the_instance_loaded_on_first_use(database_u
         seen["again"] = context.entity
         return Response(json_body={"title": context.entity.title, "author": context.record.user_id})
 
-    app = _app(database_url, lambda config: config.add_jsonapi_operation(
+    app = blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(
         Article, "peek", peek, request_method="GET", permission=Permission.VIEW))
     try:
         test_app = TestApp(app, extra_environ={"HTTP_HOST": "example.test"})
