@@ -20,25 +20,27 @@ from typing import Any
 
 __all__ = ["add_conditional_requests"]
 
+#: an entity tag as the library makes them: 32 hexadecimal digits in quotes
+_TAG_SCHEMA = {"type": "string", "pattern": '^"[0-9a-f]{32}"$'}
 _ETAG_HEADER = {
     "description": "Strong entity tag of this document's bytes (SHA-256, 128 bits). Send it back in `If-None-Match` to "
                    "revalidate (304), or in `If-Match` to make a write conditional.",
-    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+    "schema": _TAG_SCHEMA,
 }
 _WRITE_ETAG_HEADER = {
     "description": "The `ETag` that `GET` of this resource without query parameters gives the caller now: "
                    "send it in `If-Match` of the next write.",
-    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+    "schema": _TAG_SCHEMA,
 }
 _RESOURCE_ETAG_HEADER = {
     "description": "The `ETag` that `GET` of the resource (the relationship's owner) without query parameters gives "
                    "the caller now: send it in `If-Match` of the next write to the resource or any of its relationships.",
-    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+    "schema": _TAG_SCHEMA,
 }
 _LINKAGE_ETAG_HEADER = {
     "description": "Strong entity tag of this linkage document's bytes: the one `GET` of the same URL gives next "
                    "(for `If-None-Match`). Not the owner's: `If-Match` takes `X-Resource-ETag`.",
-    "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
+    "schema": _TAG_SCHEMA,
 }
 _OPERATION_ETAG_HEADER = {**_WRITE_ETAG_HEADER, "description": "When the answer's data is this resource: the `ETag` "
                           "that `GET` of it without query parameters gives the caller now (as `X-Resource-ETag`)."}
