@@ -29,6 +29,10 @@ import urllib.parse
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run import TOKEN_SECRET, add_ceiling_token, facts  # noqa: E402 - bench/ is not a package
+
 MEDIA = "application/vnd.api+json"
 CURSOR_ACCEPT = f'{MEDIA}; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
 SCENARIOS = ("S1", "S3", "S4", "S5", "S6c")
@@ -71,39 +75,6 @@ def seed(path: Path, scale: int) -> None:
                    env=env, check=True, stdout=subprocess.DEVNULL)
 
 
-def facts(url: str) -> dict:
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        article = conn.execute(text(
-            "SELECT a.id FROM articles a JOIN comments c ON c.article_id = a.id WHERE a.status = 'published' "
-            "AND a.title LIKE 'Article %' GROUP BY a.id HAVING COUNT(*) = 5 ORDER BY a.id LIMIT 1")).scalar()
-        author = conn.execute(text(
-            "SELECT u.name FROM users u JOIN articles a ON a.user_id = u.id WHERE u.email LIKE '%@scale.example.com' "
-            "GROUP BY u.id, u.name ORDER BY COUNT(*) DESC, u.id LIMIT 1")).scalar()
-        user = conn.execute(text("SELECT id, email FROM users WHERE email LIKE '%@scale.example.com' ORDER BY id LIMIT 1")).first()
-    engine.dispose()
-    return {"article": article, "author": author, "user_id": user[0], "email": user[1]}
-
-
-def ceiling_token(url: str, user_id: int) -> str:
-    """The ceiling has no token endpoint: a token row is written directly (as bench/run.py does)."""
-    import datetime as dt
-    import hashlib
-
-    from sqlalchemy import create_engine, text
-
-    secret = "bench-secret-token-for-the-ceiling"
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("INSERT INTO tokens (secret_hash, user_id, created_at, expires_at) VALUES (:h, :u, :c, :e)"),
-                     {"h": hashlib.sha256(secret.encode()).hexdigest(), "u": user_id,
-                      "c": dt.datetime(2026, 1, 1), "e": dt.datetime(2100, 1, 1)})
-    engine.dispose()
-    return secret
-
-
 def q(**params: str) -> str:
     return urllib.parse.urlencode(params, safe="[],.:-")
 
@@ -127,7 +98,8 @@ class Scenario:
             self.path = "/api/articles?" + q(**{"filter[author.name]": f["author"], "sort": "-createdAt", "page[size]": "20"})
         elif name == "S5":
             if os.environ.get("APP") == "ceiling":
-                secret = ceiling_token(url, f["user_id"])
+                add_ceiling_token(url, f["user_id"])
+                secret = TOKEN_SECRET
             else:
                 token = self.send("POST", "/api/tokens", {"Content-Type": MEDIA, "Accept": MEDIA}, json.dumps(
                     {"data": {"type": "tokens", "attributes": {"email": f["email"], "password": "scale-password"}}}).encode(), 201)
