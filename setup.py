@@ -1,7 +1,8 @@
-"""The library's distribution: ``pip install jsonapi_pyramid`` installs ``jsonapi_pyramid`` alone.
+"""The library's distribution (the wheel and sdist ``make dist`` builds): ``jsonapi_pyramid`` alone.
 
 The reference service (``jsonapi_blog``) and the repository's own tools are another distribution,
-``examples/setup.py``, which only the repository's Makefile installs (DEVELOPMENT.md, "Installing the library").
+``examples/setup.py``, which only the repository's Makefile installs. The package page's text is
+DESCRIPTION.md (the repository's README.md speaks of ``make`` targets that mean nothing there).
 """
 import pathlib
 import re
@@ -13,10 +14,17 @@ HERE = pathlib.Path(__file__).resolve().parent
 # must run before the library's dependencies are installed).
 VERSION = re.search(r'^__version__ = "([^"]+)"', (HERE / "jsonapi_pyramid" / "__init__.py").read_text(), re.M)[1]
 
+#: Where the project lives (one place to change them).
+PROJECT_URLS = {
+    "Documentation": "https://jsonapi-pyramid.readthedocs.io/",
+    "Changelog": "https://jsonapi-pyramid.readthedocs.io/en/latest/changes.html",
+    "Source": "https://github.com/jsonapi-pyramid/jsonapi_pyramid",
+    "Issues": "https://github.com/jsonapi-pyramid/jsonapi_pyramid/issues",
+}
+
 requires = [
-    "pyramid>=2.0,<3",
-    # Pyramid 2.1 imports pkg_resources at run time; setuptools 82 and later no longer ship it.
-    "setuptools>=61,<81",
+    # Pyramid 2.1 imports pkg_resources at run time and itself requires the setuptools that ships it.
+    "pyramid>=2.1,<3",
     "SQLAlchemy>=2.0,<3",
     "zope.sqlalchemy>=3",
     "pyramid_tm>=2.5",
@@ -39,15 +47,29 @@ setup(
     name="jsonapi_pyramid",
     version=VERSION,
     description="JSON:API 1.1 resources for Pyramid applications over SQLAlchemy models",
-    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description=(HERE / "DESCRIPTION.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
+    author="The jsonapi_pyramid developers",
+    license="MIT",
+    license_files=["LICENSE"],
+    url=PROJECT_URLS["Source"],
+    project_urls=PROJECT_URLS,
+    keywords="jsonapi json-api rest api pyramid sqlalchemy openapi web wsgi",
     classifiers=[
         "Development Status :: 4 - Beta",
+        "Environment :: Web Environment",
         "Framework :: Pyramid",
         "Intended Audience :: Developers",
+        "Operating System :: OS Independent",
         "Programming Language :: Python :: 3",
         "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "Programming Language :: Python :: Implementation :: CPython",
+        "Topic :: Database :: Front-Ends",
         "Topic :: Internet :: WWW/HTTP :: WSGI :: Application",
+        "Topic :: Software Development :: Libraries :: Application Frameworks",
         "Typing :: Typed",
     ],
     packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),

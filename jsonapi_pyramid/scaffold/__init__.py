@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..security import hash_secret
+from .wheel import write_wheel
 
 __all__ = ["create_project", "main", "render"]
 
@@ -66,12 +67,21 @@ def create_project(name: str, directory: pathlib.Path) -> list[pathlib.Path]:
         target.write_text(render(source.read_text(encoding="utf-8"), values), encoding="utf-8")
         written.append(relative)
     (directory / "var").mkdir(exist_ok=True)  # the development database's folder
+    # The library it was generated from, which its Makefile installs (pip --find-links wheels).
+    written.append(write_wheel(directory / "wheels").relative_to(directory))
     return written
+
+
+DESCRIPTION = """Write a new JSON:API project that runs: a package with one example model and its
+resource, development.ini and production.ini, alembic migrations, a bearer-token security policy,
+tests (WebTest and the conformance kit), and a Makefile whose 'make serve' and 'make test' set it
+up and run it. The project installs the library it was generated from (its wheels/ folder), so it
+needs no package index that carries jsonapi_pyramid."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``jsonapi-pyramid-new NAME [--directory DIR]``: write a new project."""
-    parser = argparse.ArgumentParser(prog="jsonapi-pyramid-new", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="jsonapi-pyramid-new", description=DESCRIPTION)
     parser.add_argument("name", help="the project's package name, e.g. bookshelf")
     parser.add_argument("--directory", type=pathlib.Path, help="where to write it (default: ./NAME)")
     args = parser.parse_args(argv)
@@ -80,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         create_project(args.name, directory)
     except (ValueError, FileExistsError) as error:
         parser.error(str(error))
-    print(f"Wrote {directory}/. Next:\n\n    cd {directory}\n    make serve   # http://localhost:6543/api/notes"
-          "\n    make test\n\nSee its README.md.")
+    where = "" if directory.resolve() == pathlib.Path.cwd().resolve() else f"    cd {directory}\n"
+    print(f"Wrote the project {args.name} in {directory.resolve()}. Next:\n\n{where}"
+          "    make serve   # http://localhost:6543/api/notes\n    make test\n\nSee its README.md.")
     return 0

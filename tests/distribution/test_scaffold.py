@@ -61,7 +61,9 @@ def test_the_project_has_what_a_project_needs(project):
             "tests/conftest.py", "tests/test_notes.py", "tests/test_conformance.py"} <= names
     makefile = (project / "Makefile").read_text()
     assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI)" in makefile
-    assert not [name for name in names if name.endswith("_tmpl") or "{{" in (project / name).read_text()]
+    assert not [name for name in names if name.endswith("_tmpl")
+                or (not name.startswith("wheels/") and "{{" in (project / name).read_text())]
+    assert [name for name in names if name.startswith("wheels/jsonapi_pyramid-")]  # the library it came from
     assert f"{hash_secret(DEVELOPMENT_TOKEN)} developer editor" in (project / "development.ini").read_text()
 
 
@@ -108,3 +110,19 @@ def test_the_project_migrates_and_serves(project, python, tmp_path):
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys):
+    """``--directory .`` names the folder it wrote (once ``Wrote ./.``), ``--help`` is plain text
+    (once raw reStructuredText), and the project carries the library it came from."""
+    from jsonapi_pyramid.scaffold import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["shelf", "--directory", "."]) == 0
+    out = capsys.readouterr().out
+    assert f"in {tmp_path.resolve()}." in out and "./." not in out and "cd ." not in out
+    assert list((tmp_path / "wheels").glob("jsonapi_pyramid-*-py3-none-any.whl"))
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert "``" not in help_text and "wheels/" in help_text
