@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INI ?= development.ini
+PORT ?= 6543
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
@@ -10,18 +11,20 @@ STAMP := $(VENV)/.installed
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
 $(STAMP): setup.py examples/setup.py
+	@echo "Making $(VENV): the library, the reference service and the test tools (1-2 minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools<81' wheel
-	$(BIN)/pip install --quiet -e '.[testing,postgresql,docs-ui]' -e './examples[dev]'
+	$(BIN)/pip install --progress-bar off -e '.[testing,postgresql,docs-ui]' -e './examples[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# Migrate to head and load the demo data when the database is new, then serve on :6543.
+# Migrate to head and load the demo data when the database is new, then serve on :6543
+# (make serve PORT=8080 for another port).
 serve: $(STAMP)
 	mkdir -p var
 	$(BIN)/jsonapi-pyramid-initdb $(INI) --demo
-	$(BIN)/pserve $(INI)
+	$(BIN)/pserve $(INI) http_port=$(PORT)
 
 initdb: $(STAMP)
 	mkdir -p var

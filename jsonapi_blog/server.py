@@ -20,7 +20,9 @@ drains instead (DEVELOPMENT.md, "Deployment"):
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
 import time
 
@@ -38,11 +40,21 @@ def serve(app, global_conf, **settings):
     grace = float(settings.pop("drain_grace", 2))
     timeout = float(settings.pop("drain_timeout", 30))
     drain = Drain(app)
-    server = create_server(drain, **settings)
+    try:
+        server = create_server(drain, **settings)
+    except OSError as error:  # most often: the port is taken (another server, an earlier make serve)
+        print(f"Cannot listen on {settings.get('listen')}: {error.strerror or error}. Stop what uses it, or "
+              "choose another port: make serve PORT=8080 (pserve INI http_port=8080).", file=sys.stderr, flush=True)
+        # pserve turns SystemExit into a message and exit status 0; a caller (make) must see the failure.
+        os._exit(1)
     if not isinstance(server, BaseWSGIServer):  # several listening sockets: waitress's own loop
         return serve_paste(app, global_conf, **settings)
     logging.basicConfig()
     server.print_listen("Serving on http://{}:{}")
+    host, port = server.effective_host, server.effective_port
+    host = "localhost" if host in {"127.0.0.1", "::1"} else host
+    print(f"The API: http://{host}:{port}/api (its OpenAPI document /api/openapi.json, a reference page /api/docs)",
+          flush=True)
     signal.signal(signal.SIGTERM, drain.begin)
     drain.run(server, grace, timeout)
     return 0

@@ -166,8 +166,13 @@ class ServiceUnavailable(JsonApiError):
 def error_response(request: Request, status: int, errors: list[dict[Any, Any]], headers: dict[Any, Any] | None = None) -> Any:
     request_id = getattr(request, "request_id", None)
     if request_id:
-        for error in errors:
-            error.setdefault("id", request_id)
+        # Each occurrence its own id: the request id (X-Request-Id, in the access line) alone, or
+        # followed by the error's position when the request failed in several ways (a 422).
+        if len(errors) == 1:
+            errors[0].setdefault("id", request_id)
+        else:
+            for position, error in enumerate(errors):
+                error.setdefault("id", f"{request_id}-{position}")
     document = {"jsonapi": {"version": "1.1"}, "errors": errors, "links": {"self": _self_link(request)}}
     return json_response(document, status=status, headers=headers)
 

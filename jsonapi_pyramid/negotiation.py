@@ -105,7 +105,7 @@ def check_request(request: Request, max_body_bytes: int, *, atomic: bool = False
                     accepts.clear()
                 accepts[accept] = acceptable
         if not acceptable:
-            raise NotAcceptable(f"Accept {MEDIA_TYPE} without media type parameters other than ext and profile.", header="Accept")
+            raise NotAcceptable(_not_acceptable_detail(accept), header="Accept")
 
 
 #: ``Accept`` values a negotiation tween keeps judged (clients send few distinct ones).
@@ -117,6 +117,20 @@ def accept_is_acceptable(accept: str) -> bool:
     entries = [_parse_media_range(item) for item in accept.split(",") if item.strip()]
     jsonapi = [parameters for media, parameters in entries if media == MEDIA_TYPE]
     return not jsonapi or any(_acceptable(parameters) for parameters in jsonapi)
+
+
+def _not_acceptable_detail(accept: str) -> str:
+    """Why ``accept`` cannot be answered, in terms of what it sent: unknown parameters, or
+    extensions this server does not support."""
+    entries = [parameters for media, parameters in (_parse_media_range(item) for item in accept.split(",") if item.strip())
+               if media == MEDIA_TYPE]
+    unknown = sorted({name for parameters in entries for name in parameters} - _ALLOWED_PARAMETERS - {"q"})
+    if unknown:
+        return (f"Accept names {MEDIA_TYPE} only with the media type parameter(s) {', '.join(unknown)}; "
+                "JSON:API allows only ext and profile.")
+    extensions = sorted({ext for parameters in entries for ext in parameters.get("ext", "").split()} - SUPPORTED_EXTENSIONS)
+    return (f"Accept names {MEDIA_TYPE} only with the extension(s) {', '.join(extensions)}, which this server does "
+            f"not support (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))}).")
 
 
 def _check_extensions(extensions: set[Any], atomic: bool) -> None:

@@ -15,7 +15,7 @@ from pyramid.security import NO_PERMISSION_REQUIRED
 
 from ..errors import method_not_allowed_view
 from ..security import Permission
-from ..traversal import Collection, Item, Related, ToManyLinkage, ToOneLinkage
+from ..traversal import ApiRoot, Collection, Item, Related, ToManyLinkage, ToOneLinkage
 from . import read, write
 
 
@@ -93,6 +93,10 @@ def allowed_methods(context_type: Any) -> list[str]:
 
 
 def includeme(config: Configurator) -> None:
+    # The API root's own document (not a row: the table's rows are per resource type).
+    config.add_view(read.api_index, context=ApiRoot, request_method=("GET", "HEAD"), permission=Permission.VIEW,
+                    renderer="jsonapi")
+    config.add_view(method_not_allowed_view(["GET", "HEAD"]), context=ApiRoot, permission=NO_PERMISSION_REQUIRED)
     for row in VIEWS:
         config.add_view(row.view, context=row.context, request_method=row.method, permission=row.permission,
                         renderer="jsonapi")

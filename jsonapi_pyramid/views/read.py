@@ -6,11 +6,25 @@ from typing import Any
 
 from pyramid.request import Request
 
-from ..document import linkage_document, page_document, resource_document
+from ..contract import get_registry
+from ..document import JSONAPI, api_base, linkage_document, page_document, resource_document
 from ..loading import load_page, load_related_one
 from ..query import parse_query
 
-__all__ = ["linkage", "linkage_document", "list_resources", "related", "show"]
+__all__ = ["api_index", "linkage", "linkage_document", "list_resources", "related", "show"]
+
+
+def api_index(context: Any, request: Request) -> Any:
+    """``GET /api``: where to start. A meta-only document: ``links.describedby`` is the OpenAPI
+    document, ``meta.collections`` the URL of every resource type's collection, ``meta.docs`` the
+    reference page."""
+    base = api_base(request)
+    return {
+        "jsonapi": JSONAPI,
+        "links": {"self": base.rstrip("/"), "describedby": base + "openapi.json"},
+        "meta": {"collections": {name: base + name for name in sorted(get_registry(request).types)},
+                 "openapi": base + "openapi.json", "docs": base + "docs"},
+    }
 
 
 def list_resources(context: Any, request: Request) -> Any:

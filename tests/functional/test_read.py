@@ -247,14 +247,18 @@ def test_collection_parameters_on_single_resource_are_400(api, blog):
 
 # -- negotiation -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("accept", [
-    "application/vnd.api+json; charset=utf-8",
-    'application/vnd.api+json; ext="https://example.com/ext"',
+@pytest.mark.parametrize(("accept", "named", "not_named"), [
+    ("application/vnd.api+json; charset=utf-8", "charset", "extension"),
+    ('application/vnd.api+json; ext="https://example.com/ext"', "https://example.com/ext", "parameter"),
+    ("application/vnd.api+json; ext=bogus", "bogus", "parameter"),
 ])
-def test_accept_with_only_unusable_jsonapi_entries_is_406(api, blog, accept):
+def test_accept_with_only_unusable_jsonapi_entries_is_406(api, blog, accept, named, not_named):
     for _ in range(2):  # the second time from the tween's judged values: the same answer
         response = api.get("/api/articles", headers={"Accept": accept}, status=406)
-        assert response.json["errors"][0]["status"] == "406"
+        error = response.json["errors"][0]
+        assert error["status"] == "406"
+        # the detail speaks of what was sent (an ext=bogus once read as a parameter problem)
+        assert named in error["detail"] and not_named not in error["detail"], error["detail"]
 
 
 @pytest.mark.parametrize("accept", [

@@ -65,6 +65,16 @@ def assert_validation_error(response, *expected_pointers):
 
 # -- create ------------------------------------------------------------------------------------
 
+def test_each_error_of_a_422_has_its_own_id(send, db):
+    """An error's ``id`` names one occurrence (JSON:API): two failed rules, two ids, both traced
+    to the request's ``X-Request-Id``."""
+    response = send("post", "/api/users", {"data": {"type": "users", "attributes": {"name": "", "email": "nope"}}},
+                    status=422)
+    ids = [error["id"] for error in response.json["errors"]]
+    assert len(ids) >= 2 and len(set(ids)) == len(ids), ids
+    assert all(id_.startswith(response.headers["X-Request-Id"]) for id_ in ids)
+
+
 def test_create_answers_201_with_location_and_the_document(send, db):
     response = send("post", "/api/tags", {"data": {"type": "tags", "attributes": {"name": "sqlalchemy"}}}, 201)
     tag = db.scalar(select(Tag).where(Tag.name == "sqlalchemy"))
