@@ -6,7 +6,7 @@ INI ?= development.ini
 PORT ?= 6543
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
+.PHONY: serve test test-sqlite test-quick install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -46,6 +46,10 @@ test-serializable: $(STAMP)
 
 test-sqlite: $(STAMP) browser
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
+
+# The quick loop: SQLite only, no browser (nothing installed with apt-get), no packaging tests.
+test-quick: $(STAMP)
+	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest -m "not packaging" --ignore=tests/browser $(PYTEST_ARGS)
 
 # The long schemathesis run against the live OpenAPI document (in-process WSGI, no network):
 # JSONAPI_FUZZ_EXAMPLES cases per operation (default 50), at most JSONAPI_FUZZ_SECONDS (600) per backend.

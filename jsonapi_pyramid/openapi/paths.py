@@ -241,6 +241,18 @@ class PathsMixin(BuilderState):
     # -- the publishing endpoints -----------------------------------------------------------------
     def _publishing_paths(self) -> None:
         common = {"tags": ["documentation"], "security": [{}], "parameters": []}
+        index = {"type": "object", "required": ["jsonapi", "links", "meta"], "properties": {
+            "links": {"type": "object", "properties": {"self": {"type": "string"}, "describedby": {"type": "string"}}},
+            "meta": {"type": "object", "properties": {
+                "collections": {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}},
+                "openapi": {"type": "string", "format": "uri"}, "docs": {"type": "string", "format": "uri"}}}}}
+        self.paths[self.root] = {"get": {
+            **common, "summary": "Where to start: every collection, this document and the reference page",
+            "operationId": "api.index",
+            "responses": {"200": {"description": "A document with only `links` and `meta`: `meta.collections` names the "
+                                                 "URL of every resource type's collection.",
+                                  "content": {MEDIA_TYPE: {"schema": index}}},
+                          **{str(s): _ref("responses", _ERROR_NAMES[s]) for s in (401, 406, 500)}}}}
         self.paths[f"{self.root}/{DOCUMENT_VIEW}"] = {"get": {
             **common, "summary": "This OpenAPI document", "operationId": "openapi.document",
             "responses": {"200": {"description": "The OpenAPI 3.1 document.",

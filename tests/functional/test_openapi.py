@@ -79,7 +79,7 @@ def _served(wsgi_app) -> set[tuple[str, str]]:
             if context is Root:
                 served.add((f"/{name}", method))
             elif context is ApiRoot:
-                served.add((f"{root}/{name}", method))
+                served.add((f"{root}/{name}" if name else root, method))
             for d in definitions:
                 base = f"{root}/{d.type}"
                 if context is Collection:
