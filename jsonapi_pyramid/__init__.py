@@ -5,20 +5,22 @@ Turn it on with ``config.include("jsonapi_pyramid")``, then register each model 
 """
 from __future__ import annotations
 
+import difflib
 import gc
 import os
 import secrets
-from typing import Any, cast
+import traceback
+from typing import Any, Unpack, cast
 
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
-from pyramid.interfaces import ISecurityPolicy
+from pyramid.interfaces import IRequestExtensions, ISecurityPolicy
 from pyramid.request import Request
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
 from .body import json_body, request_body
-from .contract import ActionOrder, Registry, ResourceDefinition, get_registry
+from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
 from .errors import (
     BadRequest,
@@ -103,10 +105,6 @@ DEFAULTS = {
     "gc_freeze": False,
 }
 
-#: The order of the action that resolves every declaration (``ActionOrder``).
-RESOLVE_ORDER = ActionOrder.RESOLVE
-
-
 def parse_settings(settings: Any) -> dict[Any, Any]:
     parsed = {}
     for key, default in DEFAULTS.items():
@@ -135,8 +133,10 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
     return parsed
 
 
-def add_jsonapi_resource(config: Configurator, model: Any, **options: Any) -> Any:
-    """Register ``model`` as a JSON:API resource (a configurator directive).
+def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[ResourceOptions]) -> Any:
+    """Register ``model`` as a JSON:API resource (a configurator directive:
+    ``config.add_jsonapi_resource(Book, sortable=("title",))``; called as
+    ``add_jsonapi_resource(config, Book, ...)`` a type checker sees the options too).
 
     Options (all optional): ``type`` (default ``model.__jsonapi_type__``), ``acl`` (ACEs, or
     ``(context, request) -> ACEs``), ``visible`` (``request -> SQL criterion`` of the rows the
@@ -149,31 +149,68 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Any) -> An
     default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
     ``request -> id or None``: the target when a create payload leaves it out),
     ``require_if_match`` (writes to an existing resource and its relationships need ``If-Match``:
-    428 without it). DEVELOPMENT.md, "Writing" and "Conditional requests".
+    428 without it).
+
+    A mistake in a declaration is a ``ConfigurationError`` that names this call's file and line:
+    a misspelt option at once (with the option meant), the rest when the configuration commits.
     """
+    unknown = sorted(set(options) - set(ResourceOptions.__annotations__))
+    if unknown:
+        name = unknown[0]
+        meant = difflib.get_close_matches(name, ResourceOptions.__annotations__, n=1)
+        raise ConfigurationError(
+            f"add_jsonapi_resource({getattr(model, '__name__', model)}, ...) at {_call_site(config)}: unknown option "
+            f"{name!r}" + (f" (did you mean {meant[0]!r}?)" if meant else "")
+            + f"; the options are {', '.join(sorted(ResourceOptions.__annotations__))}")
     definition = ResourceDefinition(model, **options)
     registry = get_registry(config.registry)
 
     def register() -> None:
         registry.add(definition)
 
+    # Every action registered here carries this call's file and line (Pyramid's ActionInfo), which
+    # a ConfigurationExecutionError names: the resolving passes of this type are actions of its own.
     config.action(("jsonapi-resource", definition.type), register)
+    for index, step in enumerate(registry.resolve_passes(definition)):
+        config.action(None, step, order=ActionOrder.RESOLVE + index)
+    config.action(None, lambda: _check_enforced(config.registry, definition), order=ActionOrder.RESOLVE + index + 1)
     return definition
 
 
-def resolve(pyramid_registry: Any) -> None:
-    """When the configuration commits: resolve every registration (whatever their order), then
-    refuse ACLs that nothing would enforce."""
-    registry = get_registry(pyramid_registry)
-    registry.resolve()
-    with_acl = sorted(d.type for d in registry.types.values() if d.acl is not None)
-    if with_acl and pyramid_registry.queryUtility(ISecurityPolicy) is None and not registry.settings["allow_acl_without_policy"]:
+def _call_site(config: Configurator) -> str:
+    """``file, line N: source`` of the user's call of a directive (direct calls too)."""
+    info = config.action_info
+    if getattr(info, "file", None):
+        return f"{info.file}, line {info.line}: {info.src.strip()}"
+    caller = traceback.extract_stack(limit=3)[0]  # the caller of add_jsonapi_resource
+    return f"{caller.filename}, line {caller.lineno}: {(caller.line or '').strip()}"
+
+
+def _check_enforced(pyramid_registry: Any, definition: ResourceDefinition) -> None:
+    """An ``acl=`` that nothing would enforce is refused, and so is a resource without a database
+    session per request (``config.include("jsonapi_pyramid.db")``, or the application's own
+    ``request.dbsession``): every request would fail."""
+    extensions = pyramid_registry.queryUtility(IRequestExtensions)
+    if extensions is None or "dbsession" not in {*extensions.methods, *extensions.descriptors}:
         raise ConfigurationError(
-            f"acl= is given for {', '.join(with_acl)} but no security policy is configured, so it would "
+            f"{definition.type} needs a database session per request, and this application has none: "
+            'add config.include("jsonapi_pyramid.db") (an engine from sqlalchemy.url, transactions, '
+            "request.dbsession and request.dbconnection), or give request.dbsession yourself with "
+            "config.add_request_method(..., 'dbsession', reify=True)"
+        )
+    if (definition.acl is not None and pyramid_registry.queryUtility(ISecurityPolicy) is None
+            and not get_registry(pyramid_registry).settings["allow_acl_without_policy"]):
+        raise ConfigurationError(
+            f"acl= is given for {definition.type} but no security policy is configured, so it would "
             "not be enforced and every operation would be open: call config.set_security_policy(...) "
             "(jsonapi_pyramid.security.BearerTokenPolicy, for instance), or set "
             "jsonapi.allow_acl_without_policy = true if access is enforced some other way"
         )
+
+
+def resolved(pyramid_registry: Any) -> None:
+    """When every type is resolved (each by the actions of its ``add_jsonapi_resource``)."""
+    get_registry(pyramid_registry).resolved = True
 
 
 def _request_id(request: Request) -> str:
@@ -234,7 +271,7 @@ def includeme(config: Configurator) -> None:
                      under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
-    config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)
+    config.action(("jsonapi", "resolved"), lambda: resolved(config.registry), order=ActionOrder.RESOLVED)
     if registry.settings["gc_freeze"]:
         # The last action of the commit that ``make_wsgi_app`` runs; not an ``ApplicationCreated``
         # subscriber: any subscriber makes Pyramid notify its events on every request (~33 calls).

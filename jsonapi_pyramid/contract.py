@@ -20,7 +20,7 @@ import builtins
 import enum
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
@@ -45,12 +45,37 @@ class ActionOrder(enum.IntEnum):
 
     REGISTER = 0
     OPERATIONS = 5
+    #: the first of the resolving passes: pass ``i`` of every type runs at ``RESOLVE + i``
+    #: (``Registry.resolve_passes``), in the action of that type's ``add_jsonapi_resource``
     RESOLVE = 10
+    #: every type resolved: the application-wide checks
+    RESOLVED = 17
     OPENAPI = 20
     GC_FREEZE = 1000
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
+
+
+class ResourceOptions(TypedDict, total=False):
+    """The options of ``config.add_jsonapi_resource(model, **options)``, for type checkers: the
+    keyword arguments of ``ResourceDefinition`` after the model (a test keeps the two the same)."""
+
+    type: str | None
+    acl: Callable[..., Any] | Iterable[Any] | None
+    visible: Callable[..., Any] | None
+    filterable: Iterable[str] | None
+    sortable: Iterable[str] | None
+    create: Any
+    update: Any
+    client_ids: bool
+    id_format: str | None
+    description: str | None
+    writable: Iterable[str] | None
+    restricted: dict[str, Callable[..., Any]] | None
+    apply: Callable[..., Any] | None
+    relationship_defaults: dict[str, Callable[..., Any]] | None
+    require_if_match: bool
 
 
 class ResourceDefinition:
@@ -255,18 +280,25 @@ class Registry:
                 return self.models[klass]
         return None
 
+    def resolve_passes(self, definition: ResourceDefinition) -> list[Callable[[], None]]:
+        """``startup``'s passes over ``definition``, in order: pass ``i`` of every type runs before
+        pass ``i + 1`` of any (``add_jsonapi_resource`` registers each as an action of order
+        ``ActionOrder.RESOLVE + i``, so a mistake is reported at the line that registered the type)."""
+        return [
+            lambda: resolve_own(definition),
+            lambda: resolve_subtypes(definition, self),
+            lambda: resolve_values(definition),
+            lambda: resolve_links(definition, self),
+            lambda: resolve_paths(definition, self),
+        ]
+
     def resolve(self) -> None:
-        """Check and resolve every declaration against the mapper (``startup``'s passes, in order)."""
-        for definition in self.types.values():
-            resolve_own(definition)
-        for definition in self.types.values():
-            resolve_subtypes(definition, self)
-        for definition in self.types.values():
-            resolve_values(definition)
-        for definition in self.types.values():
-            resolve_links(definition, self)
-        for definition in self.types.values():
-            resolve_paths(definition, self)
+        """Check and resolve every declaration against the mapper at once (``startup``'s passes, in
+        order), for a registry filled without a configurator."""
+        passes = [self.resolve_passes(definition) for definition in self.types.values()]
+        for index in range(len(passes[0]) if passes else 0):
+            for steps in passes:
+                steps[index]()
         self.resolved = True
 
 

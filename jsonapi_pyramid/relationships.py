@@ -35,6 +35,8 @@ from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
 from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
 
+from .hints import did_you_mean
+
 MANYTOONE = RelationshipDirection.MANYTOONE
 ONETOMANY = RelationshipDirection.ONETOMANY
 
@@ -87,7 +89,8 @@ class Relationship:
         if prop is None:
             raise ConfigurationError(
                 f"{where}: {model.__name__} has no relationship attribute {self.property!r}"
-                + (" (set property= to the entity field)" if self.property == self.name else "")
+                + (did_you_mean(self.property, mapper.relationships.keys())
+                   or (" (set property= to the entity field)" if self.property == self.name else ""))
             )
         if not issubclass(prop.mapper.class_, self.target) and not issubclass(self.target, prop.mapper.class_):
             raise ConfigurationError(

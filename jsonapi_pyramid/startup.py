@@ -22,6 +22,7 @@ from sqlalchemy import Column, inspect
 from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import NullType
 
+from .hints import did_you_mean
 from .identifiers import id_generated, id_rule
 from .records import Readers
 from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
@@ -81,7 +82,8 @@ def _resolve_transformer(definition: Any) -> Transformer:
         if not hasattr(model, attribute):
             raise ConfigurationError(
                 f"{transformer_class.__name__}: attribute {name!r} reads "
-                f"{model.__name__}.{attribute}, which does not exist (set attribute_map)"
+                f"{model.__name__}.{attribute}, which does not exist"
+                + (did_you_mean(attribute, inspect(model).all_orm_descriptors.keys()) or " (set attribute_map)")
             )
     for name in definition.restricted:
         if name not in definition.attributes:
@@ -209,6 +211,7 @@ def _check_path(origin: Any, kind: str, path: str) -> None:
             return
         raise ConfigurationError(
             f"{origin.type}: {kind} path {path!r}: {part!r} is not an attribute or relationship of {definition.type!r}"
+            + did_you_mean(part, [*definition.attributes, *definition.relationships.names()])
         )
 
 

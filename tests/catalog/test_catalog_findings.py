@@ -64,6 +64,7 @@ def test_string_36_key_is_any_text_unless_declared(api, db):
 
 def _configure(settings=None, **book_options):
     config = Configurator(settings={"sqlalchemy.url": "sqlite://", **(settings or {})})
+    config.include("jsonapi_pyramid.db")
     config.include("jsonapi_pyramid")
     return config
 

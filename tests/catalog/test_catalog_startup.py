@@ -50,7 +50,8 @@ class Code(Base):
 
 
 def commit(*registrations):
-    config = Configurator(settings={})
+    config = Configurator(settings={"sqlalchemy.url": "sqlite://"})
+    config.include("jsonapi_pyramid.db")
     config.include("jsonapi_pyramid")
     for model, options in registrations:
         config.add_jsonapi_resource(model, **options)

@@ -123,6 +123,7 @@ def build_models(*, relationship_factory=None, transformer_attributes=("name",),
 
 def configure(Owner, Pet, **owner_options):
     config = Configurator(settings={"sqlalchemy.url": "sqlite://"})
+    config.include("jsonapi_pyramid.db")
     config.include("jsonapi_pyramid")
     config.add_jsonapi_resource(Owner, **owner_options)
     config.add_jsonapi_resource(Pet)
