@@ -83,7 +83,7 @@ def _resolve_transformer(definition: Any) -> Transformer:
             raise ConfigurationError(
                 f"{transformer_class.__name__}: attribute {name!r} reads "
                 f"{model.__name__}.{attribute}, which does not exist"
-                + (did_you_mean(attribute, inspect(model).all_orm_descriptors.keys()) or " (set attribute_map)")
+                f"{did_you_mean(attribute, inspect(model).all_orm_descriptors.keys())} (set attribute_map to read another)"
             )
     for name in definition.restricted:
         if name not in definition.attributes:

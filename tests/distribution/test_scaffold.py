@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -126,3 +128,48 @@ def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys)
         main(["--help"])
     help_text = capsys.readouterr().out
     assert "``" not in help_text and "wheels/" in help_text
+
+
+TUTORIAL = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tutorial"
+
+
+def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
+    """docs/tutorial.rst, step by step on a new project: a database made by the first migration
+    with a note in it; the tutorial's models, resources, second migration and tests copied in;
+    the migration runs over the existing row, alembic finds nothing left between the models and
+    the migrations, the project's tests (its own, the tutorial's, the conformance kit's for both
+    types) pass, and its package is ``mypy --strict`` clean."""
+    root = tmp_path_factory.mktemp("tutorial")
+    project = root / "bookshelf"
+    _run([BIN / "jsonapi-pyramid-new", "bookshelf", "--directory", project])
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv])
+    python = venv / "bin" / "python"
+    site_packages = pathlib.Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    (site_packages / "_layered_on_dev.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index",
+          "--no-build-isolation", "-e", project])
+    database = root / "notes.sqlite"
+    ini = (project / "development.ini").read_text().replace(
+        "sqlalchemy.url = sqlite:///%(here)s/var/bookshelf.sqlite", f"sqlalchemy.url = sqlite:///{database}")
+    (project / "tutorial.ini").write_text(ini)
+    _run([python, "-m", "alembic", "-c", "tutorial.ini", "upgrade", "head"], cwd=project)
+    with sqlite3.connect(database) as connection:
+        connection.execute("INSERT INTO notes (title, body, created_at) VALUES ('Before', '', '2026-01-01 00:00:00')")
+
+    for name, where in (("models.py", "bookshelf"), ("resources.py", "bookshelf"),
+                        ("0002_notebooks.py", "bookshelf/migrations/versions"),
+                        ("test_notebooks.py", "tests"), ("test_conformance.py", "tests")):
+        shutil.copy(TUTORIAL / name, project / where / name)
+    _run([python, "-m", "alembic", "-c", "tutorial.ini", "upgrade", "head"], cwd=project)
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT title, owner, pinned, notebook_id FROM notes").fetchall() == [("Before", "", 0, None)]
+    assert "No new upgrade operations detected" in _run([python, "-m", "alembic", "-c", "tutorial.ini", "check"],
+                                                        cwd=project).stdout
+    result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
+    assert re.search(r"\b21 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    _run([python, "-m", "mypy"], cwd=project)
+
+
+def test_the_generated_package_is_mypy_strict_clean(project, python):
+    _run([python, "-m", "mypy"], cwd=project)
