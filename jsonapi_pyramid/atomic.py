@@ -40,6 +40,7 @@ from .body import document as body_document
 from .contract import get_registry
 from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from .loading import load_stored
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
 from .traversal import ApiRoot
 from .views import VIEWS
@@ -194,7 +195,9 @@ def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalI
     definition = context.definition
     if lid is not None:
         local_ids.add(definition.type, lid, definition.identity(entity))
-    return {"data": builder.resource(definition, definition.value_of(entity))}
+    # the result is the resource as the database holds it after this operation (read back, as
+    # the single request's answer is), built without SQL
+    return {"data": builder.resource(definition, definition.value_of(load_stored(request, definition, entity)))}
 
 
 def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:
