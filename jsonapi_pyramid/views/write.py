@@ -28,12 +28,12 @@ def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.create(Write(context, request_data(request)))
-    document = _loaded_back(request, plan, context.definition, entity)
+    document, stored = _loaded_back(request, plan, context.definition, entity)
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
-    tag_answer(request, context.definition, entity, document)
+    tag_answer(request, context.definition, entity, document, stored)
     return document
 
 
@@ -42,8 +42,8 @@ def update(context: Any, request: Request) -> Any:
     the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))
-    document = _loaded_back(request, plan, context.definition, entity)
-    tag_answer(request, context.definition, entity, document)
+    document, stored = _loaded_back(request, plan, context.definition, entity)
+    tag_answer(request, context.definition, entity, document, stored)
     return document
 
 
@@ -93,11 +93,12 @@ OPERATIONS = {
 }
 
 
-def _loaded_back(request: Request, plan: Any, definition: Any, entity: Any) -> Any:
-    """The document of the resource ``entity`` written: its row read back (``load_stored``), then
-    what ``plan`` asks for besides, as a ``GET`` loads them."""
-    loaded = load_document(request, plan, Loaded.one(definition, load_stored(request, definition, entity)))
-    return resource_document(request, plan, loaded)
+def _loaded_back(request: Request, plan: Any, definition: Any, entity: Any) -> tuple[Any, Any]:
+    """The document of the resource ``entity`` written, and its row: the row read back
+    (``load_stored``), then what ``plan`` asks for besides, as a ``GET`` loads them."""
+    stored = load_stored(request, definition, entity)
+    loaded = load_document(request, plan, Loaded.one(definition, stored))
+    return resource_document(request, plan, loaded), stored
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:
