@@ -19,7 +19,9 @@ Each operation is its single request, run by the same code:
    combination without a view (``remove`` of a to-one) or a type whose view a custom operation
    replaces is a 400: custom operations are not part of atomic requests;
 3. **operation**: the view's write operation (``views.write.OPERATIONS``, module ``writes``):
-   checks, validation, change, flush.
+   checks, validation, change, flush;
+4. **result**: a resource added or updated is read back (``loading.load_stored``) and built as
+   ``GET`` of it would show it at that point of the transaction.
 
 Local ids: an ``add`` may give ``data.lid``; later operations name that resource by ``{type, lid}``
 in ``ref``, in ``data`` (an update's target) and in every resource identifier of ``data``

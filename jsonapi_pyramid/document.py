@@ -133,6 +133,7 @@ class DocumentBuilder:
     def __init__(self, request: Request, plan: QueryPlan | None = None) -> None:
         self.request = request
         self.plan = plan or QueryPlan()
+        self.urls = request_urls(request)
         self.base = api_base(request)
         self._shapes: dict[str, tuple[Any, ...]] = {}
         self._metas: dict[str, dict[str, Any]] = {}
@@ -233,13 +234,13 @@ class DocumentBuilder:
         """A document whose primary data is one resource (or null)."""
         self._metas = loaded.metas
         data = self.resource(loaded.definition, loaded.primary[0], loaded.linkage) if loaded.primary else None
-        return self._top(data, loaded, {"self": request_urls(self.request).full})
+        return self._top(data, loaded, {"self": self.urls.full})
 
     def collection(self, loaded: Loaded, extra_links: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """A document whose primary data is a page of resources."""
         self._metas = loaded.metas
         data = self.resources(loaded.definition, loaded.primary, loaded.linkage)
-        path_url = request_urls(self.request).path
+        path_url = self.urls.path
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
@@ -276,7 +277,7 @@ class DocumentBuilder:
         if loaded.cursors is not None:
             return loaded.cursors.links
         kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
-        path_url = path_url or request_urls(self.request).path
+        path_url = path_url or self.urls.path
         start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
 
         def link(number: int) -> str:  # the other parameters encoded once

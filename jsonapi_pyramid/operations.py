@@ -3,8 +3,9 @@
 An operation handles one task on one resource type, on an item (``/api/users/<id>/activate``) or
 on the collection (``/api/users/activate``). It is a plain ``(context, request)`` function that
 reads the resolved resource (``context.entity`` on an item) and answers through the helpers
-below, which build the JSON:API document (the ``jsonapi`` renderer makes its bytes; a view may
-also return its own ``Response``)::
+below, which flush, read the rows back as the database holds them and build the JSON:API document
+(``item``, ``created``, ``collection``: what ``GET`` would show; the ``jsonapi`` renderer makes
+its bytes; a view may also return its own ``Response``)::
 
     def activate(context, request):
         context.entity.active = True

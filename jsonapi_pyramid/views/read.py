@@ -18,7 +18,8 @@ __all__ = ["linkage", "linkage_document", "list_resources", "related", "show"]
 def list_resources(context: Any, request: Request) -> Any:
     """``GET /api/<type>``."""
     plan = parse_query(request, context.definition, collection=True)
-    loaded = load_document(request, plan, load_page(request, context.definition, plan), plan.include_pages)
+    page = load_page(request, context.definition, plan)
+    loaded = load_document(request, plan, page, plan.include_pages)
     return _varies(request, page_document(request, plan, loaded))
 
 
