@@ -27,8 +27,9 @@ from ..writes import Write
 def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
     plan = parse_query(request, context.definition, collection=False)
-    entity = writes.create(Write(context, request_data(request)))
-    document, stored = _loaded_back(request, plan, context.definition, entity)
+    entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
+    stored = load_stored(request, context.definition, entity)  # load back
+    document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
     request.response.status_code = 201
@@ -41,8 +42,9 @@ def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
     the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
-    entity = writes.update(Write(context, request_data(request)))
-    document, stored = _loaded_back(request, plan, context.definition, entity)
+    entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
+    stored = load_stored(request, context.definition, entity)  # load back
+    document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     tag_answer(request, context.definition, entity, document, stored)
     return document
 
@@ -91,14 +93,6 @@ OPERATIONS = {
     replace_to_many: writes.replace_to_many,
     remove_from_many: writes.remove_from_many,
 }
-
-
-def _loaded_back(request: Request, plan: Any, definition: Any, entity: Any) -> tuple[Any, Any]:
-    """The document of the resource ``entity`` written, and its row: the row read back
-    (``load_stored``), then what ``plan`` asks for besides, as a ``GET`` loads them."""
-    stored = load_stored(request, definition, entity)
-    loaded = load_document(request, plan, Loaded.one(definition, stored))
-    return resource_document(request, plan, loaded), stored
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:
