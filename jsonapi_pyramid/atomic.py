@@ -19,7 +19,9 @@ Each operation is its single request, run by the same code:
    combination without a view (``remove`` of a to-one) or a type whose view a custom operation
    replaces is a 400: custom operations are not part of atomic requests;
 3. **operation**: the view's write operation (``views.write.OPERATIONS``, module ``writes``):
-   checks, validation, change, flush.
+   checks, validation, change, flush;
+4. **result**: a resource added or updated is read back (``loading.load_stored``) and built as
+   ``GET`` of it would show it at that point of the transaction.
 
 Local ids: an ``add`` may give ``data.lid``; later operations name that resource by ``{type, lid}``
 in ``ref``, in ``data`` (an update's target) and in every resource identifier of ``data``
@@ -40,6 +42,7 @@ from .body import document as body_document
 from .contract import get_registry
 from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from .loading import load_stored
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
 from .traversal import ApiRoot
 from .views import VIEWS
@@ -194,7 +197,9 @@ def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalI
     definition = context.definition
     if lid is not None:
         local_ids.add(definition.type, lid, definition.identity(entity))
-    return {"data": builder.resource(definition, definition.value_of(entity))}
+    # the result is the resource as the database holds it after this operation (read back, as
+    # the single request's answer is), built without SQL
+    return {"data": builder.resource(definition, definition.value_of(load_stored(request, definition, entity)))}
 
 
 def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:

@@ -27,7 +27,7 @@ from pyramid.request import Request
 from pyramid.response import Response
 
 from .document import DocumentBuilder
-from .loading import Loaded
+from .loading import Loaded, load_stored
 from .query import QueryPlan
 from .renderer import dumps
 
@@ -96,9 +96,13 @@ def strong_match(tags: Any, etag: str) -> bool:
 
 
 def resource_etag(request: Request, definition: Any, entity: Any) -> str:
-    """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now."""
+    """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now:
+    the digest of the document the read builds, built by the same builder over ``entity``, the
+    resource's row as loading read it from the database (a record, or an instance read again:
+    ``loading.load_stored`` after a write, the row ``preconditions`` re-reads under its lock),
+    never over values a request assigned in memory."""
     builder = DocumentBuilder(request, QueryPlan())
-    document = builder.single(Loaded(definition, [definition.value_of(entity)]))
+    document = builder.single(Loaded.one(definition, entity))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
     return etag_of(dumps(document))
 
@@ -108,10 +112,11 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
-def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None) -> str | None:
+def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None) -> str | None:
     """Give the answer to a write on ``entity`` (or one of its relationships) the resource's new
-    tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first, so
-    that columns the database sets on update are read. ``document``: the answer's own document;
+    tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first; the
+    tag is that of the row read back (``load_stored``), as the next GET reads it. ``document``:
+    the answer's own document, built from the row read back (``stored``, when the caller has it);
     without query parameters, and with ``links.self`` the resource's own URL, it is the one a
     plain GET would answer (the same builder), so its bytes give the tag and it is not built a
     second time."""
@@ -123,15 +128,15 @@ def tag_owner(request: Request, definition: Any, entity: Any, document: Any = No
 
         tag = etag_of(dumps(document))
     else:
-        tag = resource_etag(request, definition, entity)
+        tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity))
     request.response.headers[RESOURCE_ETAG] = tag
     return tag
 
 
-def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None) -> None:
-    """An answer whose data is ``entity`` (``document``, see ``tag_owner``): its new tag in
-    ``ETag`` and ``X-Resource-ETag``."""
-    tag = tag_owner(request, definition, entity, document)
+def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None) -> None:
+    """An answer whose data is ``entity`` (``document``, ``stored``: see ``tag_owner``): its new
+    tag in ``ETag`` and ``X-Resource-ETag``."""
+    tag = tag_owner(request, definition, entity, document, stored)
     if tag is not None:
         request.response.headers["ETag"] = tag
 

@@ -1,10 +1,16 @@
-"""Documents: resource objects, linkage, links and top-level members, as plain dicts.
+"""The build stage: documents (resource objects, linkage, links and top-level members) as plain
+dicts, from what the load stage read (``loading.Loaded``: primary rows, included rows and their
+linkage, paged includes, metas, counts, cursors) and the request's plan (``query.QueryPlan``).
 
-Every answer that shows resources is made by one of three functions, used by the read views, the
-write views and custom operations alike: ``resource_document`` (one resource or null),
-``page_document`` (a page of them) and ``linkage_document`` (a relationship's linkage). Each
-loads the includes the plan asks for (``loading``) and returns the document; the ``jsonapi``
-renderer turns it into bytes.
+Building runs no SQL and reads no query parameter: every answer goes parse -> load -> build, then
+the ``jsonapi`` renderer makes its bytes. Every answer that shows resources is made by one of three
+functions, used by the read views, the write views and custom operations alike:
+``resource_document`` (one resource or null), ``page_document`` (a page of them) and
+``linkage_document`` (a relationship's linkage)::
+
+    plan = parse_query(request, definition, collection=True)                 # parse
+    loaded = load_document(request, plan, load_page(request, definition, plan))  # load
+    document = page_document(request, plan, loaded)                           # build
 
 URLs are formatted from one base URL per request (``request.resource_url`` of the ``api`` node,
 from the request's URLs built once: ``urls.request_urls``), not computed per resource. What each
@@ -25,9 +31,8 @@ from pyramid.traversal import find_interface, resource_path
 
 from .contract import ResourceDefinition, get_registry
 from .include_pages import PagedMembers
-from .includes import load_includes
-from .loading import Loaded, load_linkage_page, load_related_one
-from .query import QueryPlan, parse_query
+from .loading import Loaded
+from .query import QueryPlan
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls
@@ -51,56 +56,42 @@ def _link_relationships(shown: dict[str, dict[str, Any]], linkage: dict[Any, Any
         member["data"] = data
 
 
-def resource_document(request: Request, plan: QueryPlan, definition: ResourceDefinition, entity: Any,
-                      linkage: tuple[Any, ...] = (), pages: dict[Any, Any] | None = None) -> dict[Any, Any]:
-    """The document whose primary data is ``entity`` (or null): ``include``, ``fields`` and
-    ``meta`` of ``plan`` apply. ``linkage``: relationships whose ``data`` is shown even when they
-    are not included; ``pages``: paged includes (``plan.include_pages``, on reads)."""
-    loaded = Loaded(definition, [definition.value_of(entity)] if entity is not None else [])
-    tree = plan.include
-    if linkage:
-        tree = dict(tree)
-        for name in linkage:
-            tree.setdefault(name, {})
-    load_includes(request, loaded, tree, pages)
+def resource_document(request: Request, plan: QueryPlan, loaded: Loaded) -> dict[Any, Any]:
+    """The document whose primary data is ``loaded``'s one value (or null, when it has none):
+    ``include``, ``fields`` and ``meta`` of ``plan`` apply, as ``includes.load_document`` loaded them."""
     return DocumentBuilder(request, plan).single(loaded)
 
 
-def page_document(request: Request, plan: QueryPlan, loaded: Loaded, pages: dict[Any, Any] | None = None) -> dict[Any, Any]:
-    """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas;
-    ``pages``: paged includes, ``plan.include_pages`` on reads)."""
-    load_includes(request, loaded, plan.include, pages)
+def page_document(request: Request, plan: QueryPlan, loaded: Loaded) -> dict[Any, Any]:
+    """The document whose primary data is the page ``loaded`` (includes, links, cursors, metas)."""
     return DocumentBuilder(request, plan).collection(loaded)
 
 
-def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
-    """The linkage document of a relationship node (``GET``, and the answer of to-many writes):
-    identifiers; to-many ones carry the related resource's URL in ``links.self``, and a to-many
-    is a page (filters, sort, ``page``, ``totalCount``)."""
+def linkage_document(request: Request, plan: QueryPlan, context: Any, loaded: Loaded) -> dict[Any, Any]:
+    """The linkage document of a relationship node (``GET``, and the answer of to-many writes)
+    from its linkage (``loading.load_linkage``): identifiers; to-many ones carry the related
+    resource's URL in ``links.self``, and a to-many is a page (filters, sort, ``page``, ``totalCount``)."""
     relationship = context.relationship
     target = relationship.target_definition
     owner = context.definition
-    plan = parse_query(request, target, collection=relationship.many)
     builder = DocumentBuilder(request, plan)
     owner_url = builder.url(owner, owner.identity(context.record))
     links = {"self": f"{owner_url}/relationships/{relationship.name}", "related": f"{owner_url}/{relationship.name}"}
     if not relationship.many:
-        entity = load_related_one(request, owner, relationship, context.record)
+        entity = loaded.primary[0] if loaded.primary else None
         data: Any = None if entity is None else builder.identifier(target.definition_of(entity), target.identity(entity))
         return {"jsonapi": JSONAPI, "data": data, "links": links}
-    parent = (owner, relationship, getattr(context.record, owner.id_attribute))
-    paged = load_linkage_page(request, target, plan, parent=parent)
     if target.subtypes:  # instances (load_linkage_page)
         data = [builder.identifier(target.definition_of(member), target.identity(member), with_link=True)
-                for member in paged.primary]
+                for member in loaded.primary]
     else:
-        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in paged.primary]
-    links.update(builder.page_links(paged))
+        data = [builder.identifier(target, resource_id, with_link=True) for resource_id in loaded.primary]
+    links.update(builder.page_links(loaded))
     document = {"jsonapi": JSONAPI, "data": data, "links": links}
-    meta = builder.total_meta(paged.total)
+    meta = builder.total_meta(loaded.total)
     if meta:
         document["meta"] = meta
-    return DocumentBuilder.apply_cursors(document, paged)
+    return DocumentBuilder.apply_cursors(document, loaded)
 
 
 def api_base(request: Request) -> str:
@@ -137,14 +128,15 @@ def _api_path(request: Request, api: ApiRoot) -> str:
 
 
 class DocumentBuilder:
-    """Builds the documents of one request."""
+    """Builds the documents of one request from loaded values (no SQL: see the module's text)."""
 
     def __init__(self, request: Request, plan: QueryPlan | None = None) -> None:
         self.request = request
         self.plan = plan or QueryPlan()
+        self.urls = request_urls(request)
         self.base = api_base(request)
         self._shapes: dict[str, tuple[Any, ...]] = {}
-        self._metas: dict[str, dict[Any, Any]] = {}
+        self._metas: dict[str, dict[str, Any]] = {}
 
     # -- resource objects --------------------------------------------------------------------
     def _shape(self, definition: ResourceDefinition) -> Any:
@@ -225,23 +217,6 @@ class DocumentBuilder:
             identifier["links"] = {"self": f"{self.base}{definition.type}/{resource_id}"}
         return identifier
 
-    # -- metas -------------------------------------------------------------------------------
-    def compute_metas(self, loaded: Loaded) -> None:
-        """Run each requested meta method once over every entity of its type in the document."""
-        if not self.plan.metas:
-            return
-        by_type: dict[str, tuple[ResourceDefinition, list[Any]]] = {}
-        for entity in loaded.primary:
-            definition = loaded.definition.definition_of(entity)
-            by_type.setdefault(definition.type, (definition, []))[1].append(entity)
-        for definition, entity in loaded.included:
-            by_type.setdefault(definition.type, (definition, []))[1].append(entity)
-        for type_name, fields in self.plan.metas.items():
-            if type_name in by_type and fields:
-                definition, entities = by_type[type_name]
-                transformer = self._shape(definition)[0]
-                self._metas[type_name] = transformer.compute_metas(entities, fields)
-
     # -- documents ---------------------------------------------------------------------------
     def _top(self, data: Any, loaded: Loaded | None, links: dict[Any, Any], meta: dict[Any, Any] | None = None) -> dict[Any, Any]:
         document = {"jsonapi": JSONAPI, "data": data}
@@ -257,15 +232,15 @@ class DocumentBuilder:
 
     def single(self, loaded: Loaded) -> dict[Any, Any]:
         """A document whose primary data is one resource (or null)."""
-        self.compute_metas(loaded)
+        self._metas = loaded.metas
         data = self.resource(loaded.definition, loaded.primary[0], loaded.linkage) if loaded.primary else None
-        return self._top(data, loaded, {"self": request_urls(self.request).full})
+        return self._top(data, loaded, {"self": self.urls.full})
 
     def collection(self, loaded: Loaded, extra_links: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """A document whose primary data is a page of resources."""
-        self.compute_metas(loaded)
+        self._metas = loaded.metas
         data = self.resources(loaded.definition, loaded.primary, loaded.linkage)
-        path_url = request_urls(self.request).path
+        path_url = self.urls.path
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
@@ -302,7 +277,7 @@ class DocumentBuilder:
         if loaded.cursors is not None:
             return loaded.cursors.links
         kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
-        path_url = path_url or request_urls(self.request).path
+        path_url = path_url or self.urls.path
         start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
 
         def link(number: int) -> str:  # the other parameters encoded once

@@ -1,4 +1,8 @@
-"""The include tree (``include=``) → SQL: one statement per node of the tree, loading the related
+"""The load stage after the primary rows: ``load_document`` loads everything else a document
+shows (the include tree, paged includes, metas) into its ``Loaded``, so that building it
+(``document``) needs no database.
+
+The include tree (``include=``) → SQL: one statement per node of the tree, loading the related
 rows of every parent at once (``parent.id IN (...)`` joined through the mapped relationship, so
 to-one, one-to-many and many-to-many all take the same road); a paged node
 (``page[<path>][size]``, ``include_pages``) in one statement too. Row visibility is added to each.
@@ -13,9 +17,26 @@ from sqlalchemy import select
 from .contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
 from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
-from .loading import Loaded, read_records
+from .loading import Loaded, load_metas, read_records
+from .query import QueryPlan
 
-__all__ = ["load_includes"]
+__all__ = ["load_document", "load_includes"]
+
+
+def load_document(request: Request, plan: QueryPlan, loaded: Loaded, pages: dict[Any, Any] | None = None,
+                  linkage: tuple[str, ...] = ()) -> Loaded:
+    """Complete ``loaded`` (its primary rows read) with everything its document needs: the rows and
+    linkage of ``plan``'s include tree, the requested metas (``load_metas``). ``pages``: the paged
+    includes (``plan.include_pages``, on reads); ``linkage``: relationships whose ``data`` is
+    shown even when they are not included. Returns ``loaded``."""
+    tree = plan.include
+    if linkage:
+        tree = dict(tree)
+        for name in linkage:
+            tree.setdefault(name, {})
+    load_includes(request, loaded, tree, pages)
+    load_metas(request, plan, loaded)
+    return loaded
 
 
 def load_includes(request: Request, loaded: Loaded, tree: dict[Any, Any], pages: dict[Any, Any] | None = None) -> None:

@@ -1,10 +1,14 @@
-"""From a ``QueryPlan`` to rows: the SQL of every read, with a fixed number of statements.
+"""The load stage: from a ``QueryPlan`` to ``Loaded``, every row a document shows, with a fixed
+number of statements. Loading runs every statement of an answer; building it (``document``) runs none.
 
 * one statement for the primary rows (visibility, filters as EXISTS, sort, one row more than the
-  page to know whether there is a next page);
+  page to know whether there is a next page), or for the one row of an item (traversal's
+  ``load_item``, a related resource's ``load_related_one``), or for a relationship's linkage;
 * one per node of the include tree (``includes``);
 * one for ``totalCount``, only when it is asked for;
-* one per requested meta field that runs SQL (``count_of``).
+* one per requested meta field that runs SQL (``count_of``; ``load_metas`` runs the meta methods);
+* after a write, one for the rows written, read back as the database holds them (``load_stored``),
+  so that a write answer is the document a ``GET`` would give.
 
 Row visibility (``visible=`` of a resource) is added to every statement that reads that type:
 lists, counts, includes, related reads, linkage reads and (in ``filtering``) the EXISTS of dotted filters.
@@ -25,11 +29,13 @@ from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
 
-__all__ = ["Loaded", "count_of"]
+__all__ = ["Loaded", "count_of", "load_linkage", "load_metas", "load_stored", "load_stored_many"]
+
 
 @dataclass
 class Loaded:
-    """What a read found: the primary entities and everything the document needs besides."""
+    """What a read found: the primary entities and everything the document needs besides; a plain
+    value that ``document`` turns into a document without the database."""
 
     definition: ResourceDefinition
     primary: list[Any]
@@ -43,6 +49,14 @@ class Loaded:
     included: list[Any] = field(default_factory=list)
     #: cursor pagination: links, pagination metadata and item cursors (None for page pagination)
     cursors: CursorPage | None = None
+    #: the requested meta fields: type -> {field -> {entity: value}} (``load_metas``)
+    metas: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def one(cls, definition: ResourceDefinition, value: Any) -> Loaded:
+        """The ``Loaded`` of one value of ``definition``'s type (a record or an instance as loaded),
+        or of none (``value`` None: the document's data is null)."""
+        return cls(definition, [] if value is None else [definition.value_of(value)])
 
 
 # -- collections ---------------------------------------------------------------------------------
@@ -232,6 +246,84 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
     if columns is not None:
         return execute(request, statement.limit(1)).first()
     return request.dbsession.scalars(statement.limit(1)).first()
+
+
+def load_linkage(request: Request, plan: QueryPlan, context: Any) -> Loaded:
+    """The linkage of a relationship node (``traversal``), as a ``Loaded`` of ``plan``: the to-one
+    target (or none), or one page of the to-many members the caller may see
+    (``load_linkage_page``: their ids, instances for a polymorphic target)."""
+    relationship, owner = context.relationship, context.definition
+    target = relationship.target_definition
+    if not relationship.many:
+        value = load_related_one(request, owner, relationship, context.record)
+        return Loaded(target, [] if value is None else [value])
+    parent = (owner, relationship, getattr(context.record, owner.id_attribute))
+    return load_linkage_page(request, target, plan, parent=parent)
+
+
+# -- after a write -------------------------------------------------------------------------------
+
+def load_stored(request: Request, definition: Any, entity: Any) -> Any:
+    """The row of ``entity`` (a mapped instance this request wrote) as the database holds it now,
+    read by the statement traversal reads an item with on a ``GET`` (``load_item``), without the
+    visibility rule (the caller was allowed to write it). The request's changes are flushed first.
+
+    A type read as records gets a record of ``item_columns``; for a type read as instances the
+    answer is ``entity`` itself, its column attributes overwritten by what was read
+    (``populate_existing``). Either way a value the database changed on the way in (a ``Numeric``
+    quantized to its scale, a default or ``onupdate`` it set) is the one shown, as ``GET`` shows it.
+    None when the row is gone."""
+    return load_stored_many(request, definition, [entity])[0]
+
+
+def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> list[Any]:
+    """``load_stored`` of several instances of ``definition``'s type (or its subtypes) in one
+    statement, in the order given."""
+    if not entities:
+        return []
+    request.dbsession.flush()
+    columns = definition.item_columns
+    many = len(entities) > 1
+    dialect = dialect_of(request)
+
+    def build() -> Any:
+        model = definition.model
+        id_column = getattr(model, definition.id_attribute)
+        statement = select(*(columns if columns is not None else (model,)))
+        return statement.where(ids_in(id_column, "jsonapi_ids", dialect) if many else id_column == bindparam("jsonapi_id"))
+
+    statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
+                                                     build)
+    keys = [getattr(entity, definition.id_attribute) for entity in entities]
+    parameters = ({"jsonapi_ids": bind_ids(definition.id_column, set(keys), dialect)} if many
+                  else {"jsonapi_id": keys[0]})
+    if columns is not None:
+        values = execute(request, statement, parameters).all()
+    else:
+        values = request.dbsession.scalars(statement, parameters, execution_options={"populate_existing": True}).all()
+    if not many:
+        return [values[0] if values else None]
+    found = {str(getattr(value, definition.id_attribute)): value for value in values}
+    return [found.get(str(key)) for key in keys]
+
+
+# -- metas ---------------------------------------------------------------------------------------
+
+def load_metas(request: Request, plan: QueryPlan, loaded: Loaded) -> None:
+    """Run each requested meta method (``plan.metas``) once over every value of its type in
+    ``loaded``, primary and included: ``loaded.metas``."""
+    if not plan.metas:
+        return
+    by_type: dict[str, tuple[ResourceDefinition, list[Any]]] = {}
+    for entity in loaded.primary:
+        definition = loaded.definition.definition_of(entity)
+        by_type.setdefault(definition.type, (definition, []))[1].append(entity)
+    for definition, entity in loaded.included:
+        by_type.setdefault(definition.type, (definition, []))[1].append(entity)
+    for type_name, fields in plan.metas.items():
+        if type_name in by_type and fields:
+            definition, entities = by_type[type_name]
+            loaded.metas[type_name] = definition.new_transformer(request).compute_metas(entities, fields)
 
 
 # -- metas ---------------------------------------------------------------------------------------

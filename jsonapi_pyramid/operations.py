@@ -3,8 +3,9 @@
 An operation handles one task on one resource type, on an item (``/api/users/<id>/activate``) or
 on the collection (``/api/users/activate``). It is a plain ``(context, request)`` function that
 reads the resolved resource (``context.entity`` on an item) and answers through the helpers
-below, which build the JSON:API document (the ``jsonapi`` renderer makes its bytes; a view may
-also return its own ``Response``)::
+below, which flush, read the rows back as the database holds them and build the JSON:API document
+(``item``, ``created``, ``collection``: what ``GET`` would show; the ``jsonapi`` renderer makes
+its bytes; a view may also return its own ``Response``)::
 
     def activate(context, request):
         context.entity.active = True
@@ -49,7 +50,8 @@ from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
 from .errors import method_not_allowed_view
-from .loading import Loaded
+from .includes import load_document
+from .loading import Loaded, load_stored, load_stored_many
 from .preconditions import check_if_match
 from .query import parse_query
 from .security import Permission
@@ -222,31 +224,39 @@ def _respond(request: Request, document: Any, status: int, headers: dict[Any, An
 
 
 def item(request: Request, entity: Any, *, status: int = 200, headers: dict[Any, Any] | None = None, linkage: Iterable[str] = ()) -> Any:
-    """A document whose primary data is ``entity`` (``include`` and ``fields`` apply).
-    ``linkage``: relationships whose ``data`` is shown even when not included."""
+    """A document whose primary data is ``entity`` (``include`` and ``fields`` apply), read back
+    from the database first (``loading.load_stored``, after a flush), so that it shows what
+    ``GET`` of the resource shows. ``linkage``: relationships whose ``data`` is shown even when
+    not included."""
     definition = _definition(request, entity)
     plan = parse_query(request, definition, collection=False)
-    return _respond(request, resource_document(request, plan, definition, entity, tuple(linkage)), status, headers)
+    loaded = load_document(request, plan, Loaded.one(definition, load_stored(request, definition, entity)),
+                           linkage=tuple(linkage))
+    return _respond(request, resource_document(request, plan, loaded), status, headers)
 
 
 def created(request: Request, entity: Any, *, linkage: Iterable[str] = ()) -> Any:
-    """201 with ``Location`` and the document of the new ``entity`` (flush first, so it has an id)."""
+    """201 with ``Location`` and the document of the new ``entity`` (flushed, so it has an id, and
+    read back as ``item`` does)."""
     request.dbsession.flush()
     definition = _definition(request, entity)
     plan = parse_query(request, definition, collection=False)
-    document = resource_document(request, plan, definition, entity, tuple(linkage))
+    loaded = load_document(request, plan, Loaded.one(definition, load_stored(request, definition, entity)),
+                           linkage=tuple(linkage))
+    document = resource_document(request, plan, loaded)
     location = document["links"]["self"] = document["data"]["links"]["self"]
     return _respond(request, document, 201, {"Location": location})
 
 
 def collection(request: Request, entities: list[Any], *, status: int = 200, definition: Any = None) -> Any:
-    """A document whose primary data is ``entities`` (all of one type, in this order;
-    ``include`` and ``fields`` apply). ``definition`` is needed only when ``entities`` is empty
-    and the context is not the type's collection or item."""
+    """A document whose primary data is ``entities`` (all of one type, in this order, read back
+    in one statement as ``item`` reads one; ``include`` and ``fields`` apply). ``definition`` is
+    needed only when ``entities`` is empty and the context is not the type's collection or item."""
     if definition is None:
         definition = _definition(request, entities[0]) if entities else request.context.definition
     plan = parse_query(request, definition, collection=False)
-    loaded = Loaded(definition, [definition.value_of(entity) for entity in entities])
+    stored = load_stored_many(request, definition, list(entities))
+    loaded = load_document(request, plan, Loaded(definition, [definition.value_of(value) for value in stored]))
     return _respond(request, page_document(request, plan, loaded), status, None)
 
 

@@ -21,7 +21,9 @@ each operation). Nothing here commits: pyramid_tm commits the request's one tran
 view returns and aborts it when anything raises, so a request changes everything or nothing.
 
 An operation returns what its answer needs: the entity for ``create`` and ``update``, None for
-the others (their answers read the linkage, or have no body).
+the others (their answers read the linkage, or have no body). The answer is not built from the
+entity in memory: the views (and atomic operations) read the row back after the flush
+(``loading.load_stored``) and build it as ``GET`` would.
 """
 from __future__ import annotations
 

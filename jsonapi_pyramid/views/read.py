@@ -1,4 +1,5 @@
-"""Read views. Each reads as the path of a request: plan -> SQL -> document; the ``jsonapi``
+"""Read views. Each reads as the path of a request: parse (``query``: the plan) -> load
+(``loading``, ``includes``: every statement) -> build (``document``: no SQL); the ``jsonapi``
 renderer makes the bytes."""
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pyramid.request import Request
 
 from ..contract import get_registry
 from ..document import JSONAPI, api_base, linkage_document, page_document, resource_document
-from ..loading import load_page, load_related_one
+from ..includes import load_document
+from ..loading import Loaded, load_linkage, load_page, load_related_one
 from ..query import parse_query
 
 __all__ = ["api_index", "linkage", "linkage_document", "list_resources", "related", "show"]
@@ -30,8 +32,9 @@ def api_index(context: Any, request: Request) -> Any:
 def list_resources(context: Any, request: Request) -> Any:
     """``GET /api/<type>``."""
     plan = parse_query(request, context.definition, collection=True)
-    loaded = load_page(request, context.definition, plan)
-    return _varies(request, page_document(request, plan, loaded, plan.include_pages))
+    page = load_page(request, context.definition, plan)
+    loaded = load_document(request, plan, page, plan.include_pages)
+    return _varies(request, page_document(request, plan, loaded))
 
 
 def _varies(request: Request, document: Any) -> Any:
@@ -45,7 +48,8 @@ def show(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility: its record
     on a read, ``traversal.Item``)."""
     plan = parse_query(request, context.definition, collection=False)
-    document = resource_document(request, plan, context.definition, context.record, pages=plan.include_pages)
+    loaded = load_document(request, plan, Loaded.one(context.definition, context.record), plan.include_pages)
+    document = resource_document(request, plan, loaded)
     return _varies(request, document) if plan.include_pages else document
 
 
@@ -56,15 +60,18 @@ def related(context: Any, request: Request) -> Any:
     plan = parse_query(request, target, collection=relationship.many)
     if relationship.many:
         parent = (context.definition, relationship, getattr(context.record, context.definition.id_attribute))
-        loaded = load_page(request, target, plan, parent=parent)
-        return _varies(request, page_document(request, plan, loaded, plan.include_pages))
+        loaded = load_document(request, plan, load_page(request, target, plan, parent=parent), plan.include_pages)
+        return _varies(request, page_document(request, plan, loaded))
     value = load_related_one(request, context.definition, relationship, context.record)
-    document = resource_document(request, plan, target, value, pages=plan.include_pages)
+    loaded = load_document(request, plan, Loaded.one(target, value), plan.include_pages)
+    document = resource_document(request, plan, loaded)
     return _varies(request, document) if plan.include_pages else document
 
 
 def linkage(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>/relationships/<name>``: identifiers; to-many ones carry the related
     resource's URL in ``links.self`` (the seed's rule)."""
-    document = linkage_document(context, request)
-    return _varies(request, document) if context.relationship.many else document
+    relationship = context.relationship
+    plan = parse_query(request, relationship.target_definition, collection=relationship.many)
+    document = linkage_document(request, plan, context, load_linkage(request, plan, context))
+    return _varies(request, document) if relationship.many else document

@@ -1,5 +1,8 @@
 """Write views: one request, one write operation (``writes``). Each reads as the path of a request:
-query -> body -> operation (checks, validation, change, flush) -> answer.
+parse (the plan, the body) -> check -> validate -> apply -> flush (the operation) -> load back
+(``loading.load_stored``: the rows as the database holds them, then ``includes.load_document``)
+-> build (``document``). So a write answer is the document a ``GET`` with the same parameters gives
+right after, byte for byte, and carries its ``ETag``.
 
 Authorization has run before a view is called (the permission of its row in ``VIEWS``), so the
 order is the seed's: authorize, validate, change. Views never commit: pyramid_tm commits when the
@@ -15,6 +18,8 @@ from .. import writes
 from ..body import request_data
 from ..conditional import tag_answer, tag_body, tag_owner
 from ..document import linkage_document, resource_document
+from ..includes import load_document
+from ..loading import Loaded, load_linkage, load_stored
 from ..query import parse_query
 from ..writes import Write
 
@@ -22,13 +27,14 @@ from ..writes import Write
 def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
     plan = parse_query(request, context.definition, collection=False)
-    entity = writes.create(Write(context, request_data(request)))
-    document = resource_document(request, plan, context.definition, entity)
+    entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
+    stored = load_stored(request, context.definition, entity)  # load back
+    document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
-    tag_answer(request, context.definition, entity, document)
+    tag_answer(request, context.definition, entity, document, stored)
     return document
 
 
@@ -36,9 +42,10 @@ def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
     the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
-    entity = writes.update(Write(context, request_data(request)))
-    document = resource_document(request, plan, context.definition, entity)
-    tag_answer(request, context.definition, entity, document)
+    entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
+    stored = load_stored(request, context.definition, entity)  # load back
+    document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
+    tag_answer(request, context.definition, entity, document, stored)
     return document
 
 
@@ -89,11 +96,14 @@ OPERATIONS = {
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:
-    """200 with the linkage after a to-many change: the ``ETag`` of its bytes (as ``GET`` of this
-    URL gives it next) and the owner's new tag in ``X-Resource-ETag`` (``conditional``)."""
+    """200 with the linkage after a to-many change, read as ``GET`` reads it: the ``ETag`` of its
+    bytes (as ``GET`` of this URL gives it next) and the owner's new tag in ``X-Resource-ETag``
+    (``conditional``)."""
     tag_owner(request, context.definition, context.entity)
     tag_body(request)
-    return linkage_document(context, request)
+    relationship = context.relationship
+    plan = parse_query(request, relationship.target_definition, collection=relationship.many)
+    return linkage_document(request, plan, context, load_linkage(request, plan, context))
 
 
 def _no_content(request: Request) -> Any:
