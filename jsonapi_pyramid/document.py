@@ -28,6 +28,7 @@ from .include_pages import PagedMembers
 from .includes import load_includes
 from .loading import Loaded, load_linkage_page, load_related_one
 from .query import QueryPlan, parse_query
+from .stats import apply_stats
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls
@@ -100,7 +101,7 @@ def linkage_document(context: Any, request: Request) -> dict[Any, Any]:
     meta = builder.total_meta(paged.total)
     if meta:
         document["meta"] = meta
-    return DocumentBuilder.apply_cursors(document, paged)
+    return apply_stats(DocumentBuilder.apply_cursors(document, paged), paged.stats)
 
 
 def api_base(request: Request) -> str:
@@ -269,7 +270,7 @@ class DocumentBuilder:
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
-        return self.apply_cursors(document, loaded)
+        return apply_stats(self.apply_cursors(document, loaded), loaded.stats)
 
     def total_meta(self, total: int | None) -> dict[Any, Any] | None:
         return {"totalCount": total} if total is not None else None

@@ -4,6 +4,7 @@
   page to know whether there is a next page);
 * one per node of the include tree (``includes``);
 * one for ``totalCount``, only when it is asked for;
+* one for ``stats[...]`` (one more with ``group``), only when they are asked for (``stats``);
 * one per requested meta field that runs SQL (``count_of``).
 
 Row visibility (``visible=`` of a resource) is added to every statement that reads that type:
@@ -11,7 +12,7 @@ lists, counts, includes, related reads, linkage reads and (in ``filtering``) the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pyramid.request import Request
@@ -24,6 +25,7 @@ from .idlists import bind_ids, dialect_of, ids_in
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
+from .stats import load_stats
 
 __all__ = ["Loaded", "count_of"]
 
@@ -43,6 +45,8 @@ class Loaded:
     included: list[Any] = field(default_factory=list)
     #: cursor pagination: links, pagination metadata and item cursors (None for page pagination)
     cursors: CursorPage | None = None
+    #: ``stats.load_stats``'s answer to ``stats[...]`` (None when not asked for)
+    stats: dict[str, Any] | None = None
 
 
 # -- collections ---------------------------------------------------------------------------------
@@ -104,7 +108,16 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
         loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
+    _add_stats(request, definition, plan, parent, loaded)
     return loaded
+
+
+def _add_stats(request: Request, definition: Any, plan: Any, parent: Any, loaded: Loaded) -> None:
+    """``stats[...]``: over the collection's filtered rows, without its sort or page."""
+    if plan.stats is not None:
+        unsorted = replace(plan, sort=[])
+        loaded.stats = load_stats(request, definition, plan.stats, lambda columns: _collection_parts(
+            request, definition, unsorted, parent=parent, columns=columns)[0])
 
 
 def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, dict[Any, Any]]:
@@ -206,6 +219,7 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent, columns=(id_column,))[0])
+    _add_stats(request, definition, plan, parent, loaded)
     return loaded
 
 
