@@ -220,3 +220,15 @@ def test_a_declaration_is_enforced_at_request_time(database_url):
         assert response.json["errors"][0]["source"] == {"parameter": "stats[details]"}
     finally:
         app.registry["db.engine"].dispose()
+
+
+def test_the_openapi_schema_of_meta_stats_validates_every_kind(api, shelf):
+    import jsonschema
+
+    document = api.get("/api/openapi.json").json
+    schema = {"$ref": "#/components/schemas/BooksCollectionDocument", "components": document["components"]}
+    parameters = {f"stats[{name}]": ",".join(functions)
+                  for name, functions in api.app.registry.jsonapi.types["books"].stats.items()}
+    for extra in ({}, {"group": "format,publisher"}, {"filter[title]": "none"}):
+        answer = api.get("/api/books", params={**parameters, "stats[total]": "count", **extra}).json
+        jsonschema.Draft202012Validator(schema).validate(answer)

@@ -247,3 +247,24 @@ def test_stats_equal_a_brute_force_evaluation(api, db, town, auth_headers, rows,
     assert [g["key"][group] for g in stats["groups"]] == [
         k if group == "status" else {"type": "users", "id": str(k)} for k in keys]
     assert [g["stats"] for g in stats["groups"]] == [expected([a for a in articles if key_of(a) == k]) for k in keys]
+
+
+def test_the_openapi_document_describes_the_parameters_and_validates_the_answers(api, town):
+    import jsonschema
+
+    document = api.get("/api/openapi.json").json
+    assert PROFILE in document["info"]["description"]
+    operation = document["paths"]["/api/articles"]["get"]
+    names = {document["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]]["name"] for p in operation["parameters"]}
+    assert {"stats[total]", "stats[title]", "stats[createdAt]", "group"} <= names
+    group = next(p for p in document["components"]["parameters"].values() if p["name"] == "group"
+                 and "author" in p["schema"]["items"]["enum"])
+    assert "status" in group["schema"]["items"]["enum"]
+    answer = get(api, "/api/articles", {"stats[total]": "count", "stats[createdAt]": "minimum,maximum,count",
+                                        "stats[body]": "count,maximum", "group": "author,status"})
+    for name in ("ArticlesCollectionDocument", "ArticlesToManyLinkageDocument"):
+        schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+        jsonschema.Draft202012Validator(schema).validate(answer if "Collection" in name else {**answer, "data": []})
+    bad = {**answer, "meta": {"stats": {**answer["meta"]["stats"], "total": {"count": "many"}}}}
+    schema = {"$ref": "#/components/schemas/ArticlesCollectionDocument", "components": document["components"]}
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
