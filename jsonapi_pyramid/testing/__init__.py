@@ -25,7 +25,8 @@ touched) to read its registry, and returns a test function parametrized with one
 and check: ``<type>:crud``, ``<type>:errors``, ``<type>:filter``, ``<type>:sort``,
 ``<type>:pages``, ``<type>:stats`` (the statistics profile) and ``<type>:relationship:<name>``
 for every relationship. ``skip`` maps a type or a case id to the reason it is skipped. What each
-case checks is in ``checks``. Every response is validated against the JSON:API 1.1 schema shipped in this package (``SCHEMA_PATH``).
+case checks is in ``checks``. Every response is validated against the JSON:API 1.1 schema shipped
+in this package (``SCHEMA_PATH``).
 Needs ``pytest``, ``webtest`` and ``jsonschema`` (the ``testing`` extra).
 """
 from __future__ import annotations
