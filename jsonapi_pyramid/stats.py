@@ -120,13 +120,14 @@ def load_stats(request: Request, definition: Any, plan: StatsPlan, statement_of:
 
 def _load_groups(request: Request, definition: Any, plan: StatsPlan, statement_of: Any, columns: Any,
                  readers: Any) -> list[tuple[Any, Any]]:
-    keys = []
     statement = statement_of(columns)
     joined: dict[tuple[str, ...], Any] = {}
+    key_columns: list[Any] = []
+    keys = []  # (path, index of its first key column, reader of its value from its key columns)
     for path in plan.group:
-        statement, column, target = _group_key(request, definition, path, statement, joined)
-        keys.append((column, target))
-    key_columns = [column for column, _ in keys]
+        statement, path_columns, read = _group_key(request, definition, path, statement, joined)
+        keys.append((".".join(path), len(key_columns), len(path_columns), read))
+        key_columns.extend(path_columns)
     limit = request.registry.jsonapi.settings["max_groups"]
     statement = (statement.add_columns(*key_columns).group_by(*key_columns)
                  .order_by(*(column.asc().nulls_last() for column in key_columns)).limit(limit + 1))
@@ -137,22 +138,23 @@ def _load_groups(request: Request, definition: Any, plan: StatsPlan, statement_o
     width = len(columns)
     groups = []
     for row in rows:
-        key = {".".join(path): _key_value(target, row[width + index])
-               for index, (path, (_, target)) in enumerate(zip(plan.group, keys, strict=True))}
+        key = {name: read(row[width + first: width + first + count]) for name, first, count, read in keys}
         groups.append((key, _read(readers, row, 0)))
     return groups
 
 
 def _group_key(request: Request, definition: Any, path: tuple[str, ...], statement: Any,
-               joined: dict[tuple[str, ...], Any]) -> tuple[Any, Any, Any]:
-    """(``statement`` outer-joined along the to-one ``path``, the key column, the target
-    definition of a to-one key or the ``column_kind`` of an attribute's)."""
+               joined: dict[tuple[str, ...], Any]) -> tuple[Any, tuple[Any, ...], Any]:
+    """(``statement`` outer-joined along the to-one ``path``, the key columns, the reader of the
+    key's value from their values). A to-one key is the target's id, and the discriminator when
+    the target is a polymorphic base (each identifier names its row's own type)."""
     current, entity = definition, definition.model
     for index, name in enumerate(path):
         relationship = current.relationships.get(name)
         if relationship is None or relationship.many:  # the attribute at the end
-            field = current.fields[name]
-            return statement, _comparable(field, getattr(entity, current.entity_attribute(name))), field.kind
+            kind = current.fields[name].kind
+            column = _comparable(current.fields[name], getattr(entity, current.entity_attribute(name)))
+            return statement, (column,), lambda values: _from_comparable(values[0], kind)
         hop = path[: index + 1]
         if hop not in joined:
             target = relationship.target_definition
@@ -164,13 +166,25 @@ def _group_key(request: Request, definition: Any, path: tuple[str, ...], stateme
             statement = statement.outerjoin(on)
             joined[hop] = alias
         entity, current = joined[hop], relationship.target_definition
-    return statement, getattr(entity, current.id_attribute), current
+    return (statement, (getattr(entity, current.id_attribute), *_discriminator(current, entity)),
+            lambda values: _identifier(current, values))
 
 
-def _key_value(target: Any, value: Any) -> Any:
-    if isinstance(target, str):  # an attribute's kind
-        return _from_comparable(value, target)
-    return None if value is None else {"type": target.type, "id": target.format_id(value)}
+def _discriminator(target: Any, entity: Any) -> tuple[Any, ...]:
+    mapper = inspect(target.model)
+    if not target.subtypes or mapper.polymorphic_on is None:
+        return ()
+    return (getattr(entity, mapper.get_property_by_column(mapper.polymorphic_on).key),)
+
+
+def _identifier(target: Any, values: Any) -> dict[str, str] | None:
+    if values[0] is None:
+        return None
+    shown = target
+    if len(values) > 1:  # a polymorphic base: the type of the row's own class (its nearest registered one)
+        klass = inspect(target.model).polymorphic_map[values[1]].class_
+        shown = next((target.by_class[k] for k in klass.__mro__ if k in target.by_class), target)
+    return {"type": shown.type, "id": shown.format_id(values[0])}
 
 
 def _comparable(field: Any, expression: Any) -> Any:

@@ -232,3 +232,19 @@ def test_the_openapi_schema_of_meta_stats_validates_every_kind(api, shelf):
     for extra in ({}, {"group": "format,publisher"}, {"filter[title]": "none"}):
         answer = api.get("/api/books", params={**parameters, "stats[total]": "count", **extra}).json
         jsonschema.Draft202012Validator(schema).validate(answer)
+
+
+def test_a_group_by_a_polymorphic_to_one_names_each_row_s_own_type(api, db, shelf):
+    from catalog.models import Member, PrintCopy, Staff, Student
+
+    book = db.scalars(select(Book)).first()
+    ann, bo, cy = Student(name="Ann", school="North"), Staff(name="Bo", department="Maps"), Member(name="Cy")
+    db.add_all([ann, bo, cy])
+    db.flush()
+    db.add_all([PrintCopy(book=book, borrower=ann), PrintCopy(book=book, borrower=ann), PrintCopy(book=book, borrower=bo),
+                PrintCopy(book=book, borrower=cy), PrintCopy(book=book)])
+    db.commit()
+    stats = stats_of(api, "/api/holdings", **{"stats[total]": "count", "group": "borrower"})
+    assert [(g["key"]["borrower"], g["stats"]["total"]["count"]) for g in stats["groups"]] == [
+        ({"type": "students", "id": str(ann.id)}, 2), ({"type": "staff", "id": str(bo.id)}, 1),
+        ({"type": "members", "id": str(cy.id)}, 1), (None, 1)]
