@@ -24,12 +24,14 @@ from typing import Any
 
 from pyramid.exceptions import ConfigurationError
 
-__all__ = ["FUNCTIONS", "NUMBER_KINDS", "ORDERED_KINDS", "TOTAL", "resolve_stats"]
+__all__ = ["FUNCTIONS", "NUMBER_KINDS", "ORDERED_KINDS", "RESERVED", "TOTAL", "resolve_stats"]
 
 #: The functions, in the order an answer lists them (Graphiti's names).
 FUNCTIONS = ("count", "minimum", "maximum", "sum", "average")
 #: The ``stats[...]`` key of the whole set's count.
 TOTAL = "total"
+#: Keys of ``meta.stats`` that are not attributes: an attribute of one of these names offers none.
+RESERVED = (TOTAL, "groups")
 #: ``schema.column_kind`` of numbers (sum, average).
 NUMBER_KINDS = frozenset(("integer", "number"))
 #: Kinds whose minimum and maximum every backend computes alike.
@@ -41,12 +43,14 @@ def resolve_stats(definition: Any) -> None:
     or the defaults. Runs after ``sortable`` is resolved (``startup.resolve_paths``)."""
     declared = definition.declared_stats
     if declared is None:
-        definition.stats = {name: offered for name in definition.attributes if (offered := _defaults(definition, name))}
+        definition.stats = {name: offered for name in definition.attributes
+                            if name not in RESERVED and (offered := _defaults(definition, name))}
         return
     stats = {}
     for name, functions in declared.items():
-        if name == TOTAL or name not in definition.attributes:
-            raise ConfigurationError(f"{definition.type}: stats names {name!r}, not an attribute")
+        if name in RESERVED or name not in definition.attributes:
+            raise ConfigurationError(f"{definition.type}: stats names {name!r}, not an attribute "
+                                     f"({' and '.join(RESERVED)} are keys of meta.stats)")
         functions = (functions,) if isinstance(functions, str) else tuple(functions)
         for function in functions:
             _check(definition, name, function)

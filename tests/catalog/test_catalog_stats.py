@@ -201,6 +201,7 @@ def test_defaults_follow_the_column_types():
 @pytest.mark.parametrize(("stats", "words"), [
     ({"nope": ("count",)}, "'nope'"),
     ({"total": ("count",)}, "'total'"),
+    ({"groups": ("count",)}, "'groups'"),
     ({"name": ("median",)}, "'median'"),
     ({"name": ("sum",)}, "sum needs a number, 'name'"),
     ({"data": ("minimum",)}, "'data'"),
