@@ -112,7 +112,7 @@ def load_stats(request: Request, definition: Any, plan: StatsPlan, statement_of:
     dialect = dialect_name(request)
     columns, readers = _aggregates(definition, plan, dialect)
     row = execute(request, statement_of(columns)).one()
-    found: dict[str, Any] = {"stats": _read(readers, row, 0)}
+    found: dict[str, Any] = {"stats": _read(readers, row)}
     if plan.group:
         found["groups"] = _load_groups(request, definition, plan, statement_of, columns, readers)
     return found
@@ -139,7 +139,7 @@ def _load_groups(request: Request, definition: Any, plan: StatsPlan, statement_o
     groups = []
     for row in rows:
         key = {name: read(row[width + first: width + first + count]) for name, first, count, read in keys}
-        groups.append((key, _read(readers, row, 0)))
+        groups.append((key, _read(readers, row)))
     return groups
 
 
@@ -253,10 +253,10 @@ def _scale(sql_type: Any) -> int | None:
     return sql_type.scale
 
 
-def _read(readers: Any, row: Any, offset: int) -> dict[str, dict[str, Any]]:
+def _read(readers: Any, row: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, function, index, how in readers:
-        value = row[offset + index]
+        value = row[index]
         if function == "count":
             value = int(value)
         elif function in ("minimum", "maximum"):
@@ -264,7 +264,7 @@ def _read(readers: Any, row: Any, offset: int) -> dict[str, dict[str, Any]]:
         else:
             field, dialect, counted = how
             total = _exact_sum(field, value, dialect)
-            value = total if counted is None else _average(total, row[offset + counted])
+            value = total if counted is None else _average(total, row[counted])
         out.setdefault(key, {})[function] = value
     return out
 
