@@ -82,6 +82,7 @@ DEFAULTS = {
     "max_body_bytes": 1024 * 1024,
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
+    "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats.py)
     # the OpenAPI document's info.title and info.version
     "openapi_title": "JSON:API",
     "openapi_version": "1.0.0",
@@ -151,7 +152,8 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[Res
     default ``setattr`` per attribute), ``relationship_defaults`` (relationship name ->
     ``request -> id or None``: the target when a create payload leaves it out),
     ``require_if_match`` (writes to an existing resource and its relationships need ``If-Match``:
-    428 without it).
+    428 without it), ``stats`` (attribute -> the functions ``stats[<attribute>]`` offers; default
+    from the column types, docs chapter "Statistics").
 
     A mistake in a declaration is a ``ConfigurationError`` that names this call's file and line:
     a misspelt option at once (with the option meant), the rest when the configuration commits.

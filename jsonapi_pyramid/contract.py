@@ -76,6 +76,7 @@ class ResourceOptions(TypedDict, total=False):
     apply: Callable[..., Any] | None
     relationship_defaults: dict[str, Callable[..., Any]] | None
     require_if_match: bool
+    stats: dict[str, Iterable[str]] | None
 
 
 class ResourceDefinition:
@@ -103,6 +104,7 @@ class ResourceDefinition:
         apply: Callable[..., Any] | None = None,
         relationship_defaults: dict[str, Callable[..., Any]] | None = None,
         require_if_match: bool = False,
+        stats: dict[str, Iterable[str]] | None = None,
     ) -> None:
         self.model = model
         resource_type = type or getattr(model, "__jsonapi_type__", None)
@@ -128,6 +130,8 @@ class ResourceDefinition:
         self.relationship_defaults = dict(relationship_defaults or {})
         #: writes to an existing resource need ``If-Match`` (428 without it; preconditions.py)
         self.require_if_match = bool(require_if_match)
+        #: attribute -> the statistics functions it offers, as declared (None: defaults; ``stats_rules``)
+        self.declared_stats = None if stats is None else dict(stats)
         self.operations: dict[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
         self._unresolved()
 
@@ -164,6 +168,8 @@ class ResourceDefinition:
         self.available_metas: tuple[str, ...] = ()
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
+        #: attribute -> the statistics functions it offers (``stats_rules.resolve_stats``)
+        self.stats: dict[str, tuple[str, ...]] = {}
         #: registered definitions of subclasses of this model (a polymorphic base), most derived first
         self.subtypes: tuple[ResourceDefinition, ...] = ()
         #: model class -> definition, of this type and its subtypes (``definition_of``)

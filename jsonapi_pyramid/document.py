@@ -33,6 +33,7 @@ from .contract import ResourceDefinition, get_registry
 from .include_pages import PagedMembers
 from .loading import Loaded
 from .query import QueryPlan
+from .stats import apply_stats
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls
@@ -91,7 +92,7 @@ def linkage_document(request: Request, plan: QueryPlan, context: Any, loaded: Lo
     meta = builder.total_meta(loaded.total)
     if meta:
         document["meta"] = meta
-    return DocumentBuilder.apply_cursors(document, loaded)
+    return apply_stats(DocumentBuilder.apply_cursors(document, loaded), loaded.stats)
 
 
 def api_base(request: Request) -> str:
@@ -244,7 +245,7 @@ class DocumentBuilder:
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.total_meta(loaded.total))
-        return self.apply_cursors(document, loaded)
+        return apply_stats(self.apply_cursors(document, loaded), loaded.stats)
 
     def total_meta(self, total: int | None) -> dict[Any, Any] | None:
         return {"totalCount": total} if total is not None else None

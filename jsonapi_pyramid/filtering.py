@@ -193,7 +193,9 @@ def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) ->
         return column.is_(None) if value else column.is_not(None)
     bound = bound_filter_value(operator, value, dialect)
     if operator in ("in", "nin"):
-        parameter: Any = bindparam(name, bound, expanding=True)
+        # typed as the column: an untyped list binds as VARCHAR, which PostgreSQL will not compare
+        # with a native enum (``book_format = character varying``: a 500)
+        parameter: Any = bindparam(name, bound, expanding=True, type_=column.type)
         return column.in_(parameter) if operator == "in" else or_(column.not_in(parameter), column.is_(None))
     if operator in ("contains", "icontains", "startswith"):
         parameter = bindparam(name, bound, type_=String())

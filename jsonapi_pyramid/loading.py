@@ -6,6 +6,7 @@ number of statements. Loading runs every statement of an answer; building it (``
   ``load_item``, a related resource's ``load_related_one``), or for a relationship's linkage;
 * one per node of the include tree (``includes``);
 * one for ``totalCount``, only when it is asked for;
+* one for ``stats[...]`` (one more with ``group``), only when they are asked for (``stats``);
 * one per requested meta field that runs SQL (``count_of``; ``load_metas`` runs the meta methods);
 * after a write, one for the rows written, read back as the database holds them (``load_stored``),
   so that a write answer is the document a ``GET`` would give.
@@ -15,7 +16,7 @@ lists, counts, includes, related reads, linkage reads and (in ``filtering``) the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pyramid.request import Request
@@ -28,6 +29,7 @@ from .idlists import bind_ids, dialect_of, ids_in
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
+from .stats import load_stats
 
 __all__ = ["Loaded", "count_of", "load_linkage", "load_metas", "load_stored", "load_stored_many"]
 
@@ -57,6 +59,8 @@ class Loaded:
         """The ``Loaded`` of one value of ``definition``'s type (a record or an instance as loaded),
         or of none (``value`` None: the document's data is null)."""
         return cls(definition, [] if value is None else [definition.value_of(value)])
+    #: ``stats.load_stats``'s answer to ``stats[...]`` (None when not asked for)
+    stats: dict[str, Any] | None = None
 
 
 # -- collections ---------------------------------------------------------------------------------
@@ -118,7 +122,16 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
         loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
+    _add_stats(request, definition, plan, parent, loaded)
     return loaded
+
+
+def _add_stats(request: Request, definition: Any, plan: Any, parent: Any, loaded: Loaded) -> None:
+    """``stats[...]``: over the collection's filtered rows, without its sort or page."""
+    if plan.stats is not None:
+        unsorted = replace(plan, sort=[])
+        loaded.stats = load_stats(request, definition, plan.stats, lambda columns: _collection_parts(
+            request, definition, unsorted, parent=parent, columns=columns)[0])
 
 
 def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, dict[Any, Any]]:
@@ -220,6 +233,7 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
     if plan.wants_total(definition.type):
         loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent, columns=(id_column,))[0])
+    _add_stats(request, definition, plan, parent, loaded)
     return loaded
 
 

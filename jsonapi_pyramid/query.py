@@ -1,5 +1,5 @@
 """Query parameters -> ``QueryPlan``: ``include``, ``fields[...]``, ``sort``, ``filter[...]``,
-``page[...]`` and ``meta[...]``, checked against the resource definitions.
+``page[...]``, ``meta[...]``, ``stats[...]`` and ``group`` (``stats``), checked against the resource definitions.
 
 Every mistake here is a 400 whose ``source.parameter`` names the parameter, raised before any SQL
 runs. The plan is plain data; ``loading`` compiles it to SQL and ``document`` shapes the output.
@@ -19,10 +19,11 @@ from .filter_syntax import parse_filters
 from .filter_terms import parse_term
 from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
+from .stats import StatsPlan, parse_stats
 
 __all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
-_FAMILIES = ("include", "fields", "sort", "filter", "page", "meta")
+_FAMILIES = ("include", "fields", "sort", "filter", "page", "meta", "stats", "group")
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
 # JSON:API 1.1: the base name of a family (before any "[") of implementation-specific parameters
 # has at least one character outside a-z; an all a-z base name is reserved for the specification.
@@ -69,6 +70,8 @@ class QueryPlan:
     page: Page | None = None
     #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
     include_pages: dict[Any, Any] = field(default_factory=dict)
+    #: ``stats[...]`` and ``group`` (``stats``), None when not asked for
+    stats: StatsPlan | None = None
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -124,12 +127,12 @@ def query_parameters(request: Request) -> list[tuple[str, str, str, str | None, 
             raise BadRequest(f"Malformed parameter {name!r}.", parameter=name)
         family, key, op = match["family"], match["key"], match["op"]
         bracketed = key is not None
-        if family in {"include", "sort"} and bracketed:
+        if family in {"include", "sort", "group"} and bracketed:
             raise BadRequest(f"Unknown query parameter {name!r}.", parameter=name)
         if family == "page" and op is not None and (key in _PAGE_KEYS or op not in _PAGE_KEYS):
             raise BadRequest(f"Malformed parameter {name!r}: use page[<name>] or "
                              "page[<include path>][size|number|after|before].", parameter=name)
-        if family in {"fields", "meta", "page"} and (not bracketed or not key or (op is not None and family != "page")):
+        if family in {"fields", "meta", "page", "stats"} and (not bracketed or not key or (op is not None and family != "page")):
             raise BadRequest(f"Malformed parameter {name!r}: use {family}[<name>].", parameter=name)
         parameters.append((name, value, family, key, op))
     return parameters
@@ -154,6 +157,7 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
     profile = profile_requested(request)
     plan.include_pages = include_pages(definition, plan.include, given.include_pages, settings, profile)
     if collection:
+        plan.stats = parse_stats(request, definition, given.stats, given.group)
         plan.page = _parse_page(given.page, settings, profile)
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)
@@ -170,6 +174,9 @@ class _Given:
     filters: list[tuple[str, str]] = field(default_factory=list)
     #: include path -> {size|number|after|before: (parameter, value)} of ``page[<include path>][...]``
     include_pages: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    #: (parameter, key, value) of every ``stats[<key>]``, and (parameter, value) of ``group``
+    stats: list[tuple[str, str, str]] = field(default_factory=list)
+    group: tuple[str, str] | None = None
 
 
 def _read_parameters(request: Request, registry: Any, definition: ResourceDefinition, plan: QueryPlan,
@@ -183,10 +190,14 @@ def _read_parameters(request: Request, registry: Any, definition: ResourceDefini
         if family == "page" and op is not None:  # page[<include path>][size|number|after|before]: any read
             given.include_pages.setdefault(cast("str", key), {})[op] = (name, value)
             continue
-        if family in {"sort", "filter", "page"} and not collection:
+        if family in {"sort", "filter", "page", "stats", "group"} and not collection:
             raise BadRequest(f"{family!r} applies to collections only.", parameter=name)
         if family == "filter":
             given.filters.append((name, value))
+        elif family == "stats":
+            given.stats.append((name, cast("str", key), value))
+        elif family == "group":
+            given.group = (name, value)
         elif family == "include":
             plan.include = _parse_include(registry, definition, value, settings["max_include_depth"], settings["max_include_paths"])
             plan.include_given = True

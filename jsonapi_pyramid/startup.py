@@ -7,7 +7,8 @@ this order, so a dotted path may run through a type registered later:
 2. ``resolve_subtypes``: a registered model with registered subclasses is a polymorphic base;
 3. ``resolve_values``: the value shape of each type (records or instances, ``records``);
 4. ``resolve_links``: the relationships, once every type is known;
-5. ``resolve_paths``: the filter and sort declarations, once every relationship is bound.
+5. ``resolve_paths``: the filter and sort declarations, once every relationship is bound, then
+   the statistics each attribute offers (``stats_rules``).
 
 A mistake is a ``ConfigurationError`` naming the model and the field, so it can never reach a
 client. The definitions are passed in (this module sits below ``contract`` in the layer list).
@@ -27,6 +28,7 @@ from .identifiers import id_generated, id_rule
 from .records import Readers
 from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
 from .schema import attribute_sql, build_fields, column_kind
+from .stats_rules import resolve_stats
 from .transformer import Transformer, meta_method_name
 
 __all__ = ["resolve_links", "resolve_own", "resolve_paths", "resolve_subtypes", "resolve_values"]
@@ -183,6 +185,7 @@ def resolve_paths(definition: Any, registry: Any) -> None:
     for kind, paths in (("filterable", definition.filterable), ("sortable", definition.sortable)):
         for path in paths:
             _check_path(definition, kind, path)
+    resolve_stats(definition)
 
 
 def _check_path(origin: Any, kind: str, path: str) -> None:

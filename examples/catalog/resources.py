@@ -32,6 +32,15 @@ class GenreCreate(colander.MappingSchema):
     name = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=100))
 
 
+#: The statistics books offer (``stats[<attribute>]=...``): declared, so that attributes that are
+#: not sortable (weight, inPrint, format, updatedAt) have minima and maxima too.
+BOOK_STATS = {
+    **dict.fromkeys(("title", "inPrint", "format", "publishedOn", "addedAt", "updatedAt"), ("count", "minimum", "maximum")),
+    **dict.fromkeys(("pages", "price", "weight", "titleLength", "priceWithTax"), ("count", "minimum", "maximum", "sum", "average")),
+    "summary": ("count",), "details": ("count",),
+}
+
+
 def _genre_visibility(config):
     """The visibility rule of genres when ``catalog.hidden_genres`` names an id prefix (else none)."""
     prefix = config.registry.settings.get("catalog.hidden_genres")
@@ -54,7 +63,9 @@ def includeme(config):
                                 sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name",
                                           "titleLength", "priceWithTax"),
                                 filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
-                                            "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"))
+                                            "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"),
+                                # statistics (stats[...]): minima and maxima of attributes not sortable too
+                                stats=BOOK_STATS)
     # The self-referential tree, with quantifiers, counts and aggregates both ways; with the
     # setting catalog.hidden_genres (an id prefix) those genres are hidden from every reader.
     config.add_jsonapi_resource(Genre, client_ids=True, create=GenreCreate, visible=_genre_visibility(config),

@@ -9,6 +9,7 @@ from ..jsontypes import attribute_sql_type
 from ..validation import required_on_create, writable_attributes
 from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
+from .stats import stats_schema
 
 
 class ComponentsMixin(BuilderState):
@@ -153,7 +154,8 @@ class ComponentsMixin(BuilderState):
             "type": "object",
             "properties": {**base, "data": {"type": "array", "items": resource}, "included": included,
                            "links": _ref("schemas", "PageLinks"),
-                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0}}}},
+                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0},
+                                                                     "stats": stats_schema(self, T)}}},
             "required": ["data", "jsonapi", "links"]}
         identifier = _ref("schemas", _camel(T, "Identifier"))
         self.schemas[_camel(T, "ToOneLinkageDocument")] = {
@@ -162,7 +164,8 @@ class ComponentsMixin(BuilderState):
         self.schemas[_camel(T, "ToManyLinkageDocument")] = {
             "type": "object",
             "properties": {**base, "data": {"type": "array", "items": identifier}, "links": _ref("schemas", "PageLinks"),
-                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0}}}},
+                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0},
+                                                                     "stats": stats_schema(self, T)}}},
             "required": ["data", "jsonapi", "links"]}
         self.schemas[_camel(T, "ToOneLinkageRequest")] = {
             "type": "object", "properties": {"data": {"anyOf": [identifier, {"type": "null"}]}}, "required": ["data"]}

@@ -8,6 +8,7 @@ import orjson
 
 from ..contract import get_registry
 from ..renderer import MEDIA_TYPE
+from ..stats import PROFILE as STATS_PROFILE
 from ..views import VIEWS
 from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
@@ -72,6 +73,9 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
                     "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
                     "Extension supported: atomic operations (https://jsonapi.org/ext/atomic) on "
                     f"`POST {self.root}/operations`. "
+                    f"Profile supported: statistics ({STATS_PROFILE}): `stats[total]=count`, "
+                    "`stats[<attribute>]=count,minimum,maximum,sum,average` and `group=<path>` on every collection "
+                    "answer aggregates over the whole filtered set the caller may see in `meta.stats`. "
                     "Filters combine: terms are ANDed; `filter[or][<n>][...]` (members 0, 1, ...: each the AND of "
                     "its terms), `filter[and][<n>][...]` and `filter[not][...]` group them; a to-many relationship "
                     "takes `[any]`, `[all]`, `[none]` followed by filters of its type, and `[count][<op>]` "

@@ -8,6 +8,7 @@ from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from ..filter_terms import FILTER_OPERATORS
 from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, BuilderState, _component_key, _ref
 from .schemas import _column_schema
+from .stats import stats_parameters
 
 
 class ParametersMixin(BuilderState):
@@ -115,6 +116,7 @@ class ParametersMixin(BuilderState):
                     parameter.update(style="form", explode=False)
                 params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
             params.extend(self._quantifier_parameters(definition, path))
+        params.extend(stats_parameters(self, definition))  # the statistics profile (openapi/stats.py)
         max_size = self.settings["max_page_size"]
         params.append(self._param("page.number", {
             "name": "page[number]", "in": "query", "required": False, "description": "Page number, from 1.",

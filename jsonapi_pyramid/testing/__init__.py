@@ -23,9 +23,10 @@ and three fixtures in its ``conftest.py``:
 ``conformance(app_factory)`` builds the application once at collection time (no database is
 touched) to read its registry, and returns a test function parametrized with one case per type
 and check: ``<type>:crud``, ``<type>:errors``, ``<type>:filter``, ``<type>:sort``,
-``<type>:pages`` and ``<type>:relationship:<name>`` for every relationship. ``skip`` maps a type or
-a case id to the reason it is skipped. What each case checks is in ``checks``. Every response is
-validated against the JSON:API 1.1 schema shipped in this package (``SCHEMA_PATH``).
+``<type>:pages``, ``<type>:stats`` (the statistics profile) and ``<type>:relationship:<name>``
+for every relationship. ``skip`` maps a type or a case id to the reason it is skipped. What each
+case checks is in ``checks``. Every response is validated against the JSON:API 1.1 schema shipped
+in this package (``SCHEMA_PATH``).
 Needs ``pytest``, ``webtest`` and ``jsonschema`` (the ``testing`` extra).
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from .kit import Kit
 __all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_validator"]
 
 #: The checks generated for every type (relationships add one case each).
-TYPE_CHECKS = ("crud", "errors", "filter", "sort", "pages")
+TYPE_CHECKS = ("crud", "errors", "filter", "sort", "pages", "stats")
 
 
 def cases_of(registry: Any) -> list[str]:

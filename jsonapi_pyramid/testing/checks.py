@@ -6,6 +6,8 @@ mapping (a NOT NULL link cannot be cleared: 422), never from the application und
 """
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import uuid
 from typing import Any
 
@@ -14,7 +16,7 @@ from sqlalchemy.orm import RelationshipDirection
 from ..jsontypes import attribute_sql_type, check_json_type, json_kind
 from ..validation import writable_attributes
 
-__all__ = ["crud", "errors", "filter", "pages", "relationship", "sort"]
+__all__ = ["crud", "errors", "filter", "pages", "relationship", "sort", "stats"]
 
 #: A value of the wrong JSON type for each kind of attribute.
 _WRONG_VALUE = {"string": 12345, "date": 20200131, "date-time": True, "time": 1030, "uuid": 7,
@@ -155,6 +157,48 @@ def pages(kit: Any, definition: Any) -> None:
         assert len(response.json["data"]) == int(size)
         counts.append(len(seen))
     assert counts[0] == counts[1], f"{type_name}: {counts[0]} statements for a page of 1, {counts[1]} for 3"
+
+
+def stats(kit: Any, definition: Any) -> None:
+    """The statistics profile: ``stats[total]=count`` is the number of resources a walk of every
+    page finds, and each attribute's ``count``, ``minimum`` and ``maximum`` (where offered) equal
+    a brute-force evaluation over the walked resources (text in code point order: a database
+    collation other than ``C`` may order it otherwise; attributes ``restricted`` are left out)."""
+    type_name = definition.type
+    for _ in range(3):
+        kit.create_resource(type_name)
+    walked: list[dict[Any, Any]] = []
+    url: str | None = kit.url(type_name) + "?page[size]=2"
+    while url:
+        document = kit.client.get(url).json
+        walked.extend(document["data"])
+        url = document["links"].get("next")
+    offered = {name: [f for f in functions if f in ("count", "minimum", "maximum")]
+               for name, functions in definition.stats.items() if name not in definition.restricted}
+    params = {f"stats[{name}]": ",".join(functions) for name, functions in offered.items() if functions}
+    found = kit.client.get(kit.url(type_name), params={**params, "stats[total]": "count", "page[size]": "1"}).json
+    answer = found["meta"]["stats"]
+    assert answer["total"] == {"count": len(walked)}, f"{type_name}: {answer['total']} for {len(walked)} walked"
+    for name, functions in offered.items():
+        present = [value for item in walked if (value := item["attributes"].get(name)) is not None]
+        key = _order_key(definition.fields[name].kind)
+        for function in functions:
+            expected = len(present) if function == "count" else (min if function == "minimum" else max)(
+                present, key=key, default=None)
+            assert answer[name][function] == expected, (
+                f"{type_name}: {function} of {name} is {answer[name][function]!r}, the walk finds {expected!r}")
+
+
+def _order_key(kind: str) -> Any:
+    """How the values of an attribute of ``kind`` (``schema.column_kind``) compare, as shown."""
+    if kind == "number":
+        return lambda value: decimal.Decimal(str(value))
+    if kind in ("datetime", "date", "time"):
+        parse = {"datetime": dt.datetime.fromisoformat, "date": dt.date.fromisoformat, "time": dt.time.fromisoformat}[kind]
+        return lambda value: parse(value.replace("Z", "+00:00")) if kind == "datetime" else parse(value)
+    if kind == "uuid":
+        return uuid.UUID
+    return lambda value: value
 
 
 def relationship(kit: Any, definition: Any, declared: Any) -> None:

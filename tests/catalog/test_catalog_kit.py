@@ -67,4 +67,4 @@ def test_the_pages_case_catches_statements_growing_with_the_page(kit):
 
 def test_cases_are_named_by_type_and_check(kit):
     assert cases_of(kit.registry) == ["shelves:crud", "shelves:errors", "shelves:filter", "shelves:sort",
-                                      "shelves:pages"]
+                                      "shelves:pages", "shelves:stats"]
