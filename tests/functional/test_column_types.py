@@ -1,0 +1,163 @@
+"""One value per column type on every backend: what a document shows is what a filter, a sort
+and a write compare (a model of the test's own, on SQLite and on a PostgreSQL database whose
+collation and character type are ``C``, where ``lower()`` folds ASCII only)."""
+from __future__ import annotations
+
+import contextlib
+import decimal
+import os
+import uuid
+
+import colander
+import orjson
+import pytest
+import webtest
+from pyramid.config import Configurator
+from sqlalchemy import DateTime, Enum, Numeric, String, create_engine, func, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from jsonapi_pyramid import RelationshipsCollection, Transformer
+from tests.conftest import BACKENDS, DEFAULT_PG_URL
+
+MEDIA_TYPE = "application/vnd.api+json"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Product(Base):
+    __tablename__ = "products"
+    __jsonapi_type__ = "products"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    price: Mapped[decimal.Decimal | None] = mapped_column(Numeric(10, 2))
+    # declared in an order that is not the alphabetical one
+    condition: Mapped[str] = mapped_column(Enum("new", "used", "refurbished", name="product_condition"), default="new")
+    created_at: Mapped[object] = mapped_column(DateTime, server_default=func.now())
+
+    @classmethod
+    def transformer(cls):
+        return ProductTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class ProductTransformer(Transformer):
+    attributes = ("name", "price", "condition", "createdAt")
+
+
+class Offer(Base):
+    """A decimal that a colander node converts (to a float) before its column keeps it."""
+
+    __tablename__ = "offers"
+    __jsonapi_type__ = "offers"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    rate: Mapped[decimal.Decimal] = mapped_column(Numeric(4, 3))
+
+    @classmethod
+    def transformer(cls):
+        return OfferTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class OfferTransformer(Transformer):
+    attributes = ("rate",)
+
+
+class OfferSchema(colander.MappingSchema):
+    rate = colander.SchemaNode(colander.Float())
+
+
+@contextlib.contextmanager
+def _database(backend, tmp_path_factory):
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('types')}/types.sqlite"
+        return
+    server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL).set(drivername="postgresql+psycopg")
+    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    name = f"jsonapi_types_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as connection:  # the worst case for case folding: the C locale
+        connection.execute(text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' "
+                                "LC_COLLATE 'C' LC_CTYPE 'C'"))
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shop(request, tmp_path_factory):
+    with _database(request.param, tmp_path_factory) as url:
+        engine = create_engine(url)
+        Base.metadata.create_all(engine)
+        with Configurator(settings={"sqlalchemy.url": url}) as config:
+            config.include("jsonapi_pyramid.db")
+            config.include("jsonapi_pyramid")
+            config.add_jsonapi_resource(Product, writable=("name", "price", "condition"))
+            config.add_jsonapi_resource(Offer, create=OfferSchema)
+        app = config.make_wsgi_app()
+        yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
+        app.registry["db.engine"].dispose()
+        Base.metadata.drop_all(engine)
+        engine.dispose()
+
+
+@pytest.fixture
+def api(shop):
+    app, engine = shop
+    yield app
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM products"))
+        connection.execute(text("DELETE FROM offers"))
+
+
+def post(api, attributes, status=201):
+    body = orjson.dumps({"data": {"type": "products", "attributes": attributes}})
+    return api.post("/api/products", body, status=status, headers={"Content-Type": MEDIA_TYPE})
+
+
+def ids(api, **params):
+    return [item["id"] for item in api.get("/api/products", params=params).json["data"]]
+
+
+# -- Numeric ---------------------------------------------------------------------------------------
+
+def test_a_numeric_is_kept_at_its_scale_and_found_by_the_value_shown(api):
+    sum_of_floats = post(api, {"name": "a", "price": 0.1 + 0.2}).json["data"]
+    assert sum_of_floats["attributes"]["price"] == "0.30"
+    assert api.get(sum_of_floats["links"]["self"]).json["data"]["attributes"]["price"] == "0.30"
+    assert ids(api, **{"filter[price]": "0.30"}) == [sum_of_floats["id"]]
+    assert ids(api, **{"filter[price]": "0.3"}) == [sum_of_floats["id"]]
+    # half away from zero, as PostgreSQL rounds a numeric, on every backend
+    tie = post(api, {"name": "b", "price": "1.005"}).json["data"]
+    assert tie["attributes"]["price"] == "1.01"
+    assert api.get(tie["links"]["self"]).json["data"]["attributes"]["price"] == "1.01"
+    negative = post(api, {"name": "c", "price": "-2.675"}).json["data"]
+    assert negative["attributes"]["price"] == "-2.68"
+    assert ids(api, **{"filter[price][gte]": "1.01"}) == [tie["id"]]
+    assert ids(api, **{"filter[price][lt]": "1.01", "sort": "price"}) == [negative["id"], sum_of_floats["id"]]
+
+
+def test_a_numeric_with_more_digits_before_the_point_than_its_column_holds_is_a_422(api):
+    error = post(api, {"name": "a", "price": "123456789.5"}, status=422).json["errors"][0]
+    assert error["source"] == {"pointer": "/data/attributes/price"}
+    assert ids(api) == []
+
+
+def test_a_numeric_a_colander_node_converts_is_kept_at_its_column_s_scale_too(api):
+    body = orjson.dumps({"data": {"type": "offers", "attributes": {"rate": 0.0625}}})
+    made = api.post("/api/offers", body, status=201, headers={"Content-Type": MEDIA_TYPE}).json["data"]
+    assert made["attributes"]["rate"] == api.get(made["links"]["self"]).json["data"]["attributes"]["rate"] == "0.063"
+    assert [item["id"] for item in api.get("/api/offers", params={"filter[rate]": "0.063"}).json["data"]] == [made["id"]]
+    body = orjson.dumps({"data": {"type": "offers", "attributes": {"rate": 10.5}}})
+    error = api.post("/api/offers", body, status=422, headers={"Content-Type": MEDIA_TYPE}).json["errors"][0]
+    assert error["source"] == {"pointer": "/data/attributes/rate"}
