@@ -161,3 +161,77 @@ def test_a_numeric_a_colander_node_converts_is_kept_at_its_column_s_scale_too(ap
     body = orjson.dumps({"data": {"type": "offers", "attributes": {"rate": 10.5}}})
     error = api.post("/api/offers", body, status=422, headers={"Content-Type": MEDIA_TYPE}).json["errors"][0]
     assert error["source"] == {"pointer": "/data/attributes/rate"}
+
+
+# -- timestamps ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stored", ["2026-11-25 19:29:01", "2026-11-25 19:29:01.250", "2026-11-25 19:29:01.250001"])
+def test_a_timestamp_compares_as_it_is_shown_whatever_wrote_it(api, shop, stored):
+    made = post(api, {"name": "a"}).json["data"]
+    default = api.get(made["links"]["self"]).json["data"]["attributes"]["createdAt"]
+    assert ids(api, **{"filter[createdAt][eq]": default}) == [made["id"]]  # the server's default
+    with shop[1].begin() as connection:  # another writer, in the database's own text
+        connection.execute(text(f"UPDATE products SET created_at = '{stored}'"))
+    shown = api.get(made["links"]["self"]).json["data"]["attributes"]["createdAt"]
+    assert shown.startswith("2026-11-25T19:29:01") and shown.endswith("Z")
+    for operator in ("eq", "gte", "lte"):
+        assert ids(api, **{f"filter[createdAt][{operator}]": shown}) == [made["id"]], operator
+    for operator in ("ne", "gt", "lt"):
+        assert ids(api, **{f"filter[createdAt][{operator}]": shown}) == [], operator
+    assert ids(api, **{"filter[createdAt][in]": f"2020-01-01T00:00:00Z,{shown}"}) == [made["id"]]
+    assert ids(api, **{"filter[createdAt][gt]": "2026-11-25T19:29:00.999999Z"}) == [made["id"]]
+    assert ids(api, **{"filter[createdAt][lt]": "2026-11-25T19:29:01.250002Z"}) == [made["id"]]
+
+
+# -- case-insensitive operators --------------------------------------------------------------------
+
+def test_case_insensitive_operators_fold_beyond_ascii_on_every_backend(api):
+    made = post(api, {"name": "École Ærø ΣΟΦΊΑ"}).json["data"]
+    assert ids(api, **{"filter[name][contains]": "École"}) == [made["id"]]
+    for value in ("École", "école", "ÉCOLE", "ærø", "ÆRØ", "σοφία", "ΣΟΦΊΑ"):
+        assert ids(api, **{"filter[name][icontains]": value}) == [made["id"]], value
+    assert ids(api, **{"filter[name][contains]": "école"}) == []
+
+
+# -- enumerations ----------------------------------------------------------------------------------
+
+def test_an_enum_orders_by_declaration(api):
+    made = {condition: post(api, {"name": condition, "condition": condition}).json["data"]["id"]
+            for condition in ("refurbished", "new", "used")}
+    assert ids(api, sort="condition") == [made["new"], made["used"], made["refurbished"]]
+    assert ids(api, sort="-condition") == [made["refurbished"], made["used"], made["new"]]
+    assert ids(api, **{"filter[condition][gt]": "new", "sort": "id"}) == sorted([made["used"], made["refurbished"]], key=int)
+    assert ids(api, **{"filter[condition][lt]": "refurbished", "sort": "condition"}) == [made["new"], made["used"]]
+    assert ids(api, **{"filter[condition][lte]": "used", "sort": "condition"}) == [made["new"], made["used"]]
+    assert ids(api, **{"filter[condition][gte]": "used", "sort": "condition"}) == [made["used"], made["refurbished"]]
+    assert ids(api, **{"filter[condition][lt]": "new"}) == []
+
+
+@pytest.mark.parametrize("operator", ["contains", "icontains", "startswith"])
+def test_an_enum_takes_no_text_operator(api, operator):
+    parameter = f"filter[condition][{operator}]"
+    error = api.get("/api/products", params={parameter: "ne"}, status=400).json["errors"][0]
+    assert error["source"] == {"parameter": parameter}
+    offered = {p.get("name") for p in api.get("/api/openapi.json").json["components"]["parameters"].values()}
+    assert parameter not in offered
+    assert {"filter[condition][lt]", "filter[condition][in]", "filter[name][icontains]"} <= offered
+
+
+def test_a_cursor_walk_over_timestamps_the_database_wrote_in_one_second(api, shop):
+    """SQLite: ``CURRENT_TIMESTAMP`` text beside SQLAlchemy's; every row once, in order."""
+    made = [post(api, {"name": str(n)}).json["data"]["id"] for n in range(4)]
+    with shop[1].begin() as connection:
+        connection.execute(text("UPDATE products SET created_at = '2026-11-25 19:29:01' WHERE id IN (:a, :b)"),
+                           {"a": int(made[0]), "b": int(made[2])})
+        connection.execute(text("UPDATE products SET created_at = '2026-11-25 19:29:01.000' WHERE id = :a"),
+                           {"a": int(made[1])})
+    accept = f'{MEDIA_TYPE}; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
+    for sort in ("createdAt", "-createdAt"):
+        seen, url = [], f"/api/products?sort={sort}&page[size]=1"
+        while url:
+            document = api.get(url, headers={"Accept": accept}).json
+            seen += [item["id"] for item in document["data"]]
+            url = document["links"]["next"]
+        assert sorted(seen, key=int) == made and len(seen) == 4, (sort, seen)
+        shown = [api.get(f"/api/products/{i}").json["data"]["attributes"]["createdAt"] for i in seen]
+        assert shown == sorted(shown, reverse=sort.startswith("-")), shown
