@@ -5,7 +5,7 @@
 | ``Publisher`` | ``String(36)`` code, client-made (not a UUID: any text) | string keys, ``Time`` |
 | ``Person`` | integer | two relationships to one target (``written``/``edited``), one-to-one (``card``) |
 | ``LibraryCard`` | ``String(36)`` declared as UUID | one-to-one with ``uselist=False`` on both sides |
-| ``Book`` | native ``Uuid`` | every attribute kind, many-to-many through ``secondary`` |
+| ``Book`` | native ``Uuid`` | every attribute kind (a timestamp the database writes), many-to-many through ``secondary`` |
 | ``Genre`` | string slug, client-made | self-reference both ways (``parent``/``children``) |
 | ``Contribution`` | integer | an association object (book, person, role) as its own resource |
 | ``Member``: ``Student``, ``Staff`` | integer | joined-table inheritance, each class its own type |
@@ -150,6 +150,8 @@ class Book(Base):
     published_on: Mapped[dt.date | None] = mapped_column(Date)
     added_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)  # naive, UTC
     updated_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # written by the database, not by the library: SQLite's CURRENT_TIMESTAMP text, in whole seconds
+    catalogued_at: Mapped[dt.datetime] = mapped_column(DateTime, server_default=func.now())
     details: Mapped[dict | None] = mapped_column(JSON)
     publisher_code: Mapped[str | None] = mapped_column(ForeignKey("publishers.code", ondelete="SET NULL"))
     author_id: Mapped[int | None] = mapped_column(ForeignKey("people.id", ondelete="SET NULL"))
@@ -355,7 +357,7 @@ class CardTransformer(Transformer):
 
 class BookTransformer(Transformer):
     attributes = ("title", "summary", "pages", "price", "weight", "inPrint", "format", "publishedOn", "addedAt",
-                  "updatedAt", "details", "titleLength", "priceWithTax", "slug")
+                  "updatedAt", "cataloguedAt", "details", "titleLength", "priceWithTax", "slug")
 
 
 class GenreTransformer(Transformer):

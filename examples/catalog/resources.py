@@ -51,9 +51,10 @@ def includeme(config):
     config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
     config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
                                 # computed in SQL: titleLength (column_property), priceWithTax (hybrid)
-                                sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name",
-                                          "titleLength", "priceWithTax"),
-                                filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
+                                sortable=("title", "pages", "price", "weight", "format", "publishedOn", "addedAt",
+                                          "cataloguedAt", "author.name", "titleLength", "priceWithTax"),
+                                filterable=("title", "summary", "pages", "price", "weight", "inPrint", "format",
+                                            "publishedOn", "addedAt", "updatedAt", "cataloguedAt", "author", "genres",
                                             "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"))
     # The self-referential tree, with quantifiers, counts and aggregates both ways; with the
     # setting catalog.hidden_genres (an id prefix) those genres are hidden from every reader.
