@@ -4,6 +4,7 @@ collation and character type are ``C``, where ``lower()`` folds ASCII only)."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import decimal
 import os
 import uuid
@@ -36,6 +37,7 @@ class Product(Base):
     # declared in an order that is not the alphabetical one
     condition: Mapped[str] = mapped_column(Enum("new", "used", "refurbished", name="product_condition"), default="new")
     created_at: Mapped[object] = mapped_column(DateTime, server_default=func.now())
+    checked_at: Mapped[object | None] = mapped_column(DateTime(timezone=True))
 
     @classmethod
     def transformer(cls):
@@ -47,7 +49,7 @@ class Product(Base):
 
 
 class ProductTransformer(Transformer):
-    attributes = ("name", "price", "condition", "createdAt")
+    attributes = ("name", "price", "condition", "createdAt", "checkedAt")
 
 
 class Offer(Base):
@@ -83,9 +85,10 @@ def _database(backend, tmp_path_factory):
     server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL).set(drivername="postgresql+psycopg")
     admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
     name = f"jsonapi_types_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:  # the worst case for case folding: the C locale
+    with admin.connect() as connection:  # the worst cases: the C locale (case folding), a server far from UTC
         connection.execute(text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' "
                                 "LC_COLLATE 'C' LC_CTYPE 'C'"))
+        connection.execute(text(f"ALTER DATABASE \"{name}\" SET timezone TO 'Asia/Tokyo'"))
     try:
         yield server.set(database=name).render_as_string(hide_password=False)
     finally:
@@ -102,7 +105,7 @@ def shop(request, tmp_path_factory):
         with Configurator(settings={"sqlalchemy.url": url}) as config:
             config.include("jsonapi_pyramid.db")
             config.include("jsonapi_pyramid")
-            config.add_jsonapi_resource(Product, writable=("name", "price", "condition"))
+            config.add_jsonapi_resource(Product, writable=("name", "price", "condition", "checkedAt"))
             config.add_jsonapi_resource(Offer, create=OfferSchema)
         app = config.make_wsgi_app()
         yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
@@ -181,6 +184,20 @@ def test_a_timestamp_compares_as_it_is_shown_whatever_wrote_it(api, shop, stored
     assert ids(api, **{"filter[createdAt][in]": f"2020-01-01T00:00:00Z,{shown}"}) == [made["id"]]
     assert ids(api, **{"filter[createdAt][gt]": "2026-11-25T19:29:00.999999Z"}) == [made["id"]]
     assert ids(api, **{"filter[createdAt][lt]": "2026-11-25T19:29:01.250002Z"}) == [made["id"]]
+
+
+def test_timestamps_are_utc_whatever_the_database_server_s_time_zone(api):
+    """A timestamp with a time zone is shown in UTC with Z, the database's now() is UTC."""
+    before = dt.datetime.now(dt.UTC)
+    made = post(api, {"name": "a", "checkedAt": "2026-01-02T03:04:05.5+01:00"}).json["data"]
+    shown = api.get(made["links"]["self"]).json["data"]["attributes"]
+    assert shown["checkedAt"] == "2026-01-02T02:04:05.500000Z"
+    created = dt.datetime.fromisoformat(shown["createdAt"].replace("Z", "+00:00"))
+    assert before - dt.timedelta(minutes=5) < created < before + dt.timedelta(minutes=5), shown["createdAt"]
+    for operator in ("eq", "gte", "lte"):
+        assert ids(api, **{f"filter[checkedAt][{operator}]": shown["checkedAt"]}) == [made["id"]], operator
+    assert ids(api, **{"filter[checkedAt][eq]": "2026-01-02T11:04:05.5+09:00"}) == [made["id"]]
+    assert ids(api, **{"filter[checkedAt][lt]": shown["checkedAt"]}) == []
 
 
 # -- case-insensitive operators --------------------------------------------------------------------
