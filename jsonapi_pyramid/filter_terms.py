@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .errors import BadRequest
-from .schema import column_kind
+from .schema import column_kind, enum_choices
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "filter_operators", "parse_term", "parse_value"]
 
@@ -59,9 +59,9 @@ def parse_term(definition: Any, parameter: str, key: str, op: str | None, raw: s
         return FilterTerm(parameter, path, operator, raw)
     if operator in _ORDER_OPERATORS and parse_id is None and kind == "enum" and column_type.enums:
         # in the order of the declaration, on every database: the values before or after this one
-        position = list(column_type.enums).index(parse_value(raw, column_type, None, parameter, kind))
-        start, stop = _ENUM_SLICES[operator](position)
-        return FilterTerm(parameter, path, "in", list(column_type.enums)[start:stop])
+        choices = list(enum_choices(column_type).values())
+        start, stop = _ENUM_SLICES[operator](choices.index(parse_value(raw, column_type, None, parameter, kind)))
+        return FilterTerm(parameter, path, "in", choices[start:stop])
     if operator in _LIST_OPERATORS or (op is None and "," in raw):
         operator = {"eq": "in"}.get(operator, operator)
         values = [parse_value(item, column_type, parse_id, parameter, kind) for item in raw.split(",")]
@@ -133,10 +133,10 @@ def parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind:
             return dt.time.fromisoformat(raw)
         if kind == "uuid":
             return uuid.UUID(raw)
-        if kind == "enum" and column_type.enums and raw not in column_type.enums:
-            raise ValueError(raw)
+        if kind == "enum" and column_type.enums:
+            return enum_choices(column_type)[raw]  # KeyError: not one of them
         return raw
-    except (ValueError, InvalidOperation, OverflowError):
+    except (ValueError, KeyError, InvalidOperation, OverflowError):
         raise BadRequest(f"{raw!r} is not a valid value for {parameter!r}.", parameter=parameter) from None
 
 

@@ -36,7 +36,7 @@ from sqlalchemy import Column, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.sql import sqltypes
 
-from .schema import column_kind
+from .schema import column_kind, enum_choices
 
 __all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "fit_to_column", "json_kind",
            "required_column"]
@@ -175,8 +175,11 @@ def _parsed(sql_type: Any, value: Any) -> Any:
             return parsed if sql_type.as_uuid else str(parsed)
     except (ValueError, TypeError, decimal.InvalidOperation):
         raise ValueError(f"{value!r} is not {_article(sql_type)}.") from None
-    if isinstance(sql_type, sqltypes.Enum) and sql_type.enums and value not in sql_type.enums:
-        raise ValueError(f"must be one of {', '.join(map(repr, sql_type.enums))}, not {value!r}.")
+    if isinstance(sql_type, sqltypes.Enum) and sql_type.enums:
+        choices = enum_choices(sql_type)
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(repr, choices))}, not {value!r}.")
+        return choices[value]
     return value
 
 
@@ -185,7 +188,10 @@ def fit_to_column(sql_type: Any, value: Any) -> Any:
     and what a filter compares are one value on every database. A ``Numeric(p, s)`` is rounded to
     ``s`` places half away from zero (what PostgreSQL does; SQLite would keep the binary float it
     was sent, ``0.30000000000000004`` shown as ``0.30`` and never equal to it), and ValueError when
-    it has more than ``p - s`` digits before the point. Other types: ``value`` unchanged."""
+    it has more than ``p - s`` digits before the point. An ``Enum``'s value as shown: what
+    SQLAlchemy takes for it (``schema.enum_choices``). Other types: ``value`` unchanged."""
+    if isinstance(sql_type, sqltypes.Enum) and isinstance(value, str):
+        return enum_choices(sql_type).get(value, value)
     if (not isinstance(sql_type, sqltypes.Numeric) or isinstance(sql_type, sqltypes.Float)
             or not isinstance(value, (decimal.Decimal, int, float)) or isinstance(value, bool)):
         return value

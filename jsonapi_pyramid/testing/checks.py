@@ -15,6 +15,7 @@ from sqlalchemy.orm import RelationshipDirection
 
 from ..filter_terms import filter_operators
 from ..jsontypes import attribute_sql_type, check_json_type, json_kind
+from ..schema import enum_choices
 from ..validation import writable_attributes
 
 __all__ = ["crud", "errors", "filter", "pages", "relationship", "sort"]
@@ -210,7 +211,7 @@ def _value_order(field: Any) -> Any:
     if field.kind in ("date", "time", "boolean"):
         return {"date": dt.date.fromisoformat, "time": dt.time.fromisoformat, "boolean": bool}[field.kind]
     if field.kind == "enum" and field.sql_type.enums:
-        return list(field.sql_type.enums).index
+        return list(enum_choices(field.sql_type)).index
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import enum
 import os
 import uuid
 
@@ -28,6 +29,14 @@ class Base(DeclarativeBase):
     pass
 
 
+class Size(enum.Enum):
+    """Declared neither in the order of its names nor of its values."""
+
+    SMALL = "s"
+    LARGE = "l"
+    MEDIUM = "m"
+
+
 class Product(Base):
     __tablename__ = "products"
     __jsonapi_type__ = "products"
@@ -38,6 +47,7 @@ class Product(Base):
     condition: Mapped[str] = mapped_column(Enum("new", "used", "refurbished", name="product_condition"), default="new")
     created_at: Mapped[object] = mapped_column(DateTime, server_default=func.now())
     checked_at: Mapped[object | None] = mapped_column(DateTime(timezone=True))
+    size: Mapped[Size | None] = mapped_column(Enum(Size, name="product_size"))
 
     @classmethod
     def transformer(cls):
@@ -49,7 +59,7 @@ class Product(Base):
 
 
 class ProductTransformer(Transformer):
-    attributes = ("name", "price", "condition", "createdAt", "checkedAt")
+    attributes = ("name", "price", "condition", "createdAt", "checkedAt", "size")
 
 
 class Offer(Base):
@@ -105,7 +115,7 @@ def shop(request, tmp_path_factory):
         with Configurator(settings={"sqlalchemy.url": url}) as config:
             config.include("jsonapi_pyramid.db")
             config.include("jsonapi_pyramid")
-            config.add_jsonapi_resource(Product, writable=("name", "price", "condition", "checkedAt"))
+            config.add_jsonapi_resource(Product, writable=("name", "price", "condition", "checkedAt", "size"))
             config.add_jsonapi_resource(Offer, create=OfferSchema)
         app = config.make_wsgi_app()
         yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
@@ -222,6 +232,24 @@ def test_an_enum_orders_by_declaration(api):
     assert ids(api, **{"filter[condition][lte]": "used", "sort": "condition"}) == [made["new"], made["used"]]
     assert ids(api, **{"filter[condition][gte]": "used", "sort": "condition"}) == [made["used"], made["refurbished"]]
     assert ids(api, **{"filter[condition][lt]": "new"}) == []
+
+
+def test_an_enum_of_a_python_enum_class_is_written_shown_filtered_and_sorted_by_its_values(api):
+    made = {size: post(api, {"name": size, "size": size}).json["data"] for size in ("m", "s", "l")}
+    assert {size: item["attributes"]["size"] for size, item in made.items()} == {"m": "m", "s": "s", "l": "l"}
+    assert api.get(made["s"]["links"]["self"]).json["data"]["attributes"]["size"] == "s"
+    error = post(api, {"name": "x", "size": "SMALL"}, status=422).json["errors"][0]
+    assert error["source"] == {"pointer": "/data/attributes/size"}
+    order = [made[size]["id"] for size in ("s", "l", "m")]  # the declaration's
+    assert ids(api, sort="size") == order
+    assert ids(api, **{"filter[size]": "s"}) == order[:1]
+    assert ids(api, **{"filter[size][gt]": "s", "sort": "size"}) == order[1:]
+    assert ids(api, **{"filter[size][in]": "m,l", "sort": "size"}) == order[1:]
+    assert api.get("/api/products", params={"filter[size]": "SMALL"}, status=400).json["errors"][0]["source"] == {
+        "parameter": "filter[size]"}
+    schema = api.get("/api/openapi.json").json["components"]["parameters"]
+    assert [p["schema"] for p in schema.values() if p.get("name") == "filter[size][lt]"] == [
+        {"type": "string", "enum": ["s", "l", "m"]}]
 
 
 @pytest.mark.parametrize("operator", ["contains", "icontains", "startswith"])
