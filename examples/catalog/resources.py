@@ -48,7 +48,7 @@ def includeme(config):
                                 sortable=("name", "written.count", "written.sum.pages", "written.max.publishedOn",
                                           "edited.count"))
     # A text key that holds UUIDs: said here, never guessed from String(36).
-    config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
+    config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number", "tier"))
     config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
                                 # computed in SQL: titleLength (column_property), priceWithTax (hybrid)
                                 sortable=("title", "pages", "price", "weight", "format", "publishedOn", "addedAt",

@@ -35,7 +35,8 @@ def jsonapi_factories():
         "publishers": lambda kit, n: {"id": f"publisher-{n}", "attributes": {"name": f"Éditions Ωmega {n}",
                                                                              "opensAt": "09:30:00"}},
         "people": lambda kit, n: {"attributes": {"name": f"Person {n}"}},
-        "cards": lambda kit, n: {"id": str(uuid.uuid4()), "attributes": {"number": f"C-{n}"}},
+        "cards": lambda kit, n: {"id": str(uuid.uuid4()), "attributes": {"number": f"C-{n}",
+                                                                          "tier": ("standard", "basic", "gold")[n % 3]}},
         "books": book,
         "genres": lambda kit, n: {"id": f"genre-{n}", "attributes": {"name": f"Genre {n}"}},
         "contributions": lambda kit, n: {"attributes": {"role": "translator"}, "relationships": {
