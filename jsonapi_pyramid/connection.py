@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
+from sqlalchemy import event
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -50,3 +51,18 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
     if session is not None and session.autoflush:
         session.flush()
     return connection.execute(statement, parameters)
+
+
+def utc_sessions(engine: Any) -> None:
+    """PostgreSQL: every connection of ``engine`` in the time zone UTC, whatever the server's, so
+    that timestamps are one value everywhere: a ``timestamptz`` reads back in UTC (shown with
+    ``Z``), a filter's naive UTC value compares as UTC, and ``now()`` into a ``timestamp`` is UTC."""
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", _utc_session)
+
+
+def _utc_session(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET TIME ZONE 'UTC'")
+    cursor.close()
+    dbapi_connection.commit()  # the session default of this connection, not one transaction's

@@ -60,7 +60,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS
+from .connection import READS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .negotiation import bound_body
 from .traversal import Root
@@ -97,6 +97,7 @@ def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
 
     else:
         event.listen(engine, "handle_error", _standby_is_a_lost_connection)
+    utc_sessions(engine)
     return engine
 
 

@@ -14,15 +14,18 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .errors import BadRequest
-from .schema import column_kind
+from .schema import column_kind, enum_choices
 
-__all__ = ["FILTER_OPERATORS", "FilterTerm", "parse_term", "parse_value"]
+__all__ = ["FILTER_OPERATORS", "FilterTerm", "filter_operators", "parse_term", "parse_value"]
 
 FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
 _LIST_OPERATORS = {"in", "nin"}
 _TEXT_OPERATORS = {"contains", "icontains", "startswith"}
 _ORDER_OPERATORS = {"lt", "lte", "gt", "gte"}
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
+#: an ordering operator on an enumeration -> the slice of its declared values that satisfy it
+_ENUM_SLICES: dict[str, Any] = {"lt": lambda i: (0, i), "lte": lambda i: (0, i + 1), "gt": lambda i: (i + 1, None),
+                                "gte": lambda i: (i, None)}
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 
@@ -46,20 +49,33 @@ def parse_term(definition: Any, parameter: str, key: str, op: str | None, raw: s
         raise BadRequest(f"{definition.type!r} cannot be filtered by {key!r}.", parameter=parameter)
     path = tuple(key.split("."))
     kind, column_type, parse_id = _terminal(definition, path)
+    if operator not in filter_operators(kind, parse_id is not None):
+        detail = "applies to text fields only" if operator in _TEXT_OPERATORS else "does not apply to true/false fields"
+        raise BadRequest(f"{operator!r} {detail}.", parameter=parameter)
     if operator == "isnull":
         value = _parse_bool(raw, parameter)
         return FilterTerm(parameter, path, operator, value)
     if operator in _TEXT_OPERATORS:
-        if parse_id is not None or kind not in ("string", "enum"):
-            raise BadRequest(f"{operator!r} applies to text fields only.", parameter=parameter)
         return FilterTerm(parameter, path, operator, raw)
-    if operator in _ORDER_OPERATORS and parse_id is None and kind == "boolean":
-        raise BadRequest(f"{operator!r} does not apply to true/false fields.", parameter=parameter)
+    if operator in _ORDER_OPERATORS and parse_id is None and kind == "enum" and column_type.enums:
+        # in the order of the declaration, on every database: the values before or after this one
+        choices = list(enum_choices(column_type).values())
+        start, stop = _ENUM_SLICES[operator](choices.index(parse_value(raw, column_type, None, parameter, kind)))
+        return FilterTerm(parameter, path, "in", choices[start:stop])
     if operator in _LIST_OPERATORS or (op is None and "," in raw):
         operator = {"eq": "in"}.get(operator, operator)
         values = [parse_value(item, column_type, parse_id, parameter, kind) for item in raw.split(",")]
         return FilterTerm(parameter, path, operator, values)
     return FilterTerm(parameter, path, operator, parse_value(raw, column_type, parse_id, parameter, kind))
+
+
+def filter_operators(kind: str, is_id: bool = False) -> tuple[str, ...]:
+    """The operators a path ending in a value of ``kind`` (``schema.column_kind``; ``is_id``: an
+    id or a relationship) takes: the text ones on text only, ordering on all but true/false (an
+    ``Enum`` in the order of its declaration). The OpenAPI document offers exactly these."""
+    return tuple(operator for operator in FILTER_OPERATORS
+                 if not (operator in _TEXT_OPERATORS and (is_id or kind != "string"))
+                 and not (operator in _ORDER_OPERATORS and not is_id and kind == "boolean"))
 
 
 def _terminal(definition: Any, path: Any) -> Any:
@@ -117,10 +133,10 @@ def parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind:
             return dt.time.fromisoformat(raw)
         if kind == "uuid":
             return uuid.UUID(raw)
-        if kind == "enum" and column_type.enums and raw not in column_type.enums:
-            raise ValueError(raw)
+        if kind == "enum" and column_type.enums:
+            return enum_choices(column_type)[raw]  # KeyError: not one of them
         return raw
-    except (ValueError, InvalidOperation, OverflowError):
+    except (ValueError, KeyError, InvalidOperation, OverflowError):
         raise BadRequest(f"{raw!r} is not a valid value for {parameter!r}.", parameter=parameter) from None
 
 

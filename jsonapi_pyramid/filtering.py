@@ -13,11 +13,12 @@ complements and so true there); SQL's third value (unknown) only matters under a
 """
 from __future__ import annotations
 
+import datetime as dt
 from itertools import count as numbering
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import Boolean, String, and_, bindparam, false, func, inspect, not_, or_, select, true
+from sqlalchemy import Boolean, Enum, String, and_, bindparam, case, false, func, inspect, not_, or_, select, true, type_coerce
 from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name
@@ -25,8 +26,8 @@ from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .filter_terms import FilterTerm
 
-__all__ = ["bound_filter_value", "filter_criterion", "filter_parameters", "filter_shape", "filters_criterion", "related_aggregate",
-           "related_count"]
+__all__ = ["bound_filter_value", "declared_order", "filter_criterion", "filter_parameters", "filter_shape",
+           "filters_criterion", "related_aggregate", "related_count"]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -144,8 +145,9 @@ def related_aggregate(request: Request, definition: Any, name: str, function: st
     visible = target.visibility(request)
     entity = definition.model if entity is None else entity
     members = getattr(entity, relationship.prop.key).any(visible if visible is not None else true()).element.element
-    expression = target.fields[attribute].expression
-    expression = getattr(expression, "__clause_element__", lambda: expression)()
+    field = target.fields[attribute]
+    expression = getattr(field.expression, "__clause_element__", lambda: field.expression)()
+    expression = declared_order(expression, field.sql_type, dialect_name(request))
     # the members' FROM: the target's table, or the alias a self-referential relationship reads
     # them from (not the correlated parent's): the aggregated column is read from it
     table, parent = inspect(target.model).local_table, inspect(entity).selectable
@@ -170,15 +172,52 @@ def _escape_like(value: str) -> str:
 _NEGATIVE = {"ne": "eq", "nin": "in"}
 
 
+def _clock(value: Any, dialect: str) -> bool:
+    """Is ``value`` (or the first of a list) a timestamp or time compared as text (on SQLite)?"""
+    first = value[0] if isinstance(value, list) and value else value
+    return dialect == "sqlite" and isinstance(first, (dt.datetime, dt.time))
+
+
+def _spellings(value: Any) -> list[str]:
+    """The texts SQLite holds for the timestamp or time ``value``, shortest first: SQLite's own
+    (``CURRENT_TIMESTAMP``: seconds; ``strftime('%f')``: milliseconds) and SQLAlchemy's
+    (microseconds). Texts of different instants compare as the instants do, so ``< shortest``
+    and ``<= longest`` are the ordering operators, and the list is equality."""
+    whole = value.replace(microsecond=0)
+    whole = whole.isoformat(sep=" ") if isinstance(whole, dt.datetime) else whole.isoformat()
+    micro = value.microsecond
+    texts = [whole] if micro == 0 else []
+    if micro % 1000 == 0:
+        texts.append(f"{whole}.{micro // 1000:03d}")
+    return [*texts, f"{whole}.{micro:06d}"]
+
+
+def _glob_folded(value: str) -> str:
+    """A SQLite ``GLOB`` pattern of the text that contains ``value`` ignoring case: each letter a
+    class of the characters that lower-case as it does (SQLite's ``lower()`` and ``LIKE`` fold
+    ASCII only)."""
+    pattern = []
+    for char in value:
+        variants = sorted({v for v in (char, char.lower(), char.upper(), char.title()) if len(v) == 1
+                           and v.lower() == char.lower()})
+        pattern.append(f"[{''.join(variants)}]" if len(variants) > 1 or char in "*?[" else char)
+    return f"*{''.join(pattern)}*"
+
+
 def bound_filter_value(operator: str, value: Any, dialect: str) -> Any:
-    """What the bound parameter of a filter term carries (a LIKE pattern for the text operators
-    that use one, a list for ``in``/``nin``); None for ``isnull``, which binds nothing."""
+    """What the bound parameter of a filter term carries (a LIKE or GLOB pattern for the text
+    operators that use one, a list for ``in``/``nin``, SQLite's texts of a timestamp: ``_spellings``);
+    None for ``isnull``, which binds nothing."""
     if operator == "isnull":
         return None
+    if _clock(value, dialect):
+        if operator in ("in", "nin", "eq", "ne"):
+            return [text for item in (value if isinstance(value, list) else [value]) for text in _spellings(item)]
+        return _spellings(value)[0 if operator in ("lt", "gte") else -1]
     if operator in ("in", "nin"):
         return list(value)
     if operator == "icontains":
-        return f"%{_escape_like(value.lower())}%"
+        return _glob_folded(value) if dialect == "sqlite" else f"%{_escape_like(value.lower())}%"
     if operator == "contains" and dialect != "sqlite":
         return f"%{_escape_like(value)}%"
     if operator == "startswith" and dialect != "sqlite":
@@ -192,6 +231,8 @@ def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) ->
     if operator == "isnull":
         return column.is_(None) if value else column.is_not(None)
     bound = bound_filter_value(operator, value, dialect)
+    if _clock(value, dialect):  # compared as the texts SQLite may hold (``_spellings``)
+        column, operator = type_coerce(column, String()), {"eq": "in", "ne": "nin"}.get(operator, operator)
     if operator in ("in", "nin"):
         # typed as the column: an untyped list binds as VARCHAR, which PostgreSQL will not compare
         # with a native enum (``book_format = character varying``: a 500)
@@ -200,7 +241,7 @@ def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) ->
     if operator in ("contains", "icontains", "startswith"):
         parameter = bindparam(name, bound, type_=String())
         if operator == "icontains":
-            return func.lower(column).like(parameter, escape="\\")
+            return _folded_match(column, parameter, dialect)
         if dialect != "sqlite":
             return column.like(parameter, escape="\\")
         if operator == "contains":  # SQLite's LIKE ignores ASCII case: compare exactly
@@ -220,6 +261,26 @@ def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) ->
     if operator == "gte":
         return column >= parameter
     raise AssertionError(operator)
+
+
+def _folded_match(column: Any, parameter: Any, dialect: str) -> Any:
+    """``icontains``: the same characters fold on every database. SQLite: a GLOB of case classes
+    (``_glob_folded``); PostgreSQL: ``lower()`` under the ICU root collation, whatever the
+    database's own (a ``C`` one folds ASCII only), as Python's ``str.lower`` folds the value."""
+    if dialect == "sqlite":
+        return column.op("GLOB")(parameter)
+    if dialect == "postgresql":
+        column = column.collate("und-x-icu")
+    return func.lower(column).like(parameter, escape="\\")
+
+
+def declared_order(expression: Any, sql_type: Any, dialect: str) -> Any:
+    """What sorts an attribute: an ``Enum`` by the position of its value in the declaration
+    (``CASE``), unless it is a native PostgreSQL enumeration (which sorts so itself); SQLite and
+    a ``VARCHAR`` enumeration would compare the text. Anything else: ``expression``."""
+    if not isinstance(sql_type, Enum) or not sql_type.enums or (dialect == "postgresql" and sql_type.native_enum):
+        return expression
+    return case({value: index for index, value in enumerate(sql_type.enums)}, value=expression)
 
 
 def filter_criterion(request: Request, definition: ResourceDefinition, term: FilterTerm, name: str = "jsonapi_filter") -> Any:

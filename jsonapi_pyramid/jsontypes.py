@@ -12,7 +12,8 @@ kind                accepted JSON
 ``string``          a string (``Enum`` columns: one of its values)
 ``integer``         a number without a fraction (``1999``; ``1999.0`` is the same JSON number)
 ``number``          a number (``Float``)
-``decimal``         a number or a decimal string (``Numeric``: shown as a string, so it round-trips)
+``decimal``         a number or a decimal string (``Numeric``: shown as a string, so it round-trips;
+                    rounded to the column's scale, half away from zero: ``fit_to_column``)
 ``boolean``         ``true`` / ``false``
 ``date``            ``"YYYY-MM-DD"``
 ``date-time``       ISO 8601 (``Z`` or an offset; converted to naive UTC for naive columns)
@@ -35,9 +36,10 @@ from sqlalchemy import Column, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.sql import sqltypes
 
-from .schema import column_kind
+from .schema import column_kind, enum_choices
 
-__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "json_kind", "required_column"]
+__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "fit_to_column", "json_kind",
+           "required_column"]
 
 #: SQL types of numbers (SQLAlchemy 2.1's ``Float`` is no longer a ``Numeric``).
 NUMBER_TYPES = (sqltypes.Numeric, sqltypes.Float)
@@ -149,6 +151,10 @@ def decode_value(sql_type: Any, value: Any) -> Any:
     message when a string does not parse."""
     if value is None or sql_type is None:
         return value
+    return fit_to_column(sql_type, _parsed(sql_type, value))
+
+
+def _parsed(sql_type: Any, value: Any) -> Any:
     try:
         if isinstance(sql_type, sqltypes.Boolean):
             return value
@@ -169,9 +175,38 @@ def decode_value(sql_type: Any, value: Any) -> Any:
             return parsed if sql_type.as_uuid else str(parsed)
     except (ValueError, TypeError, decimal.InvalidOperation):
         raise ValueError(f"{value!r} is not {_article(sql_type)}.") from None
-    if isinstance(sql_type, sqltypes.Enum) and sql_type.enums and value not in sql_type.enums:
-        raise ValueError(f"must be one of {', '.join(map(repr, sql_type.enums))}, not {value!r}.")
+    if isinstance(sql_type, sqltypes.Enum) and sql_type.enums:
+        choices = enum_choices(sql_type)
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(repr, choices))}, not {value!r}.")
+        return choices[value]
     return value
+
+
+def fit_to_column(sql_type: Any, value: Any) -> Any:
+    """``value`` as a column of ``sql_type`` keeps it, so that what a write answers, what is stored
+    and what a filter compares are one value on every database. A ``Numeric(p, s)`` is rounded to
+    ``s`` places half away from zero (what PostgreSQL does; SQLite would keep the binary float it
+    was sent, ``0.30000000000000004`` shown as ``0.30`` and never equal to it), and ValueError when
+    it has more than ``p - s`` digits before the point. An ``Enum``'s value as shown: what
+    SQLAlchemy takes for it (``schema.enum_choices``). Other types: ``value`` unchanged."""
+    if isinstance(sql_type, sqltypes.Enum) and isinstance(value, str):
+        return enum_choices(sql_type).get(value, value)
+    if (not isinstance(sql_type, sqltypes.Numeric) or isinstance(sql_type, sqltypes.Float)
+            or not isinstance(value, (decimal.Decimal, int, float)) or isinstance(value, bool)):
+        return value
+    precision, scale = sql_type.precision, sql_type.scale
+    if scale is None and precision is not None:
+        scale = 0  # NUMERIC(p) is NUMERIC(p, 0)
+    try:
+        fitted = _decimal(value)
+        if scale is not None:
+            fitted = fitted.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+    except decimal.InvalidOperation:  # more digits than a decimal holds
+        raise ValueError(f"{value!r} has too many digits.") from None
+    if precision is not None and fitted and fitted.adjusted() >= precision - (scale or 0):
+        raise ValueError(f"{value!r} has more than {precision - (scale or 0)} digits before the decimal point.")
+    return fitted if getattr(sql_type, "asdecimal", True) else float(fitted)
 
 
 def _decimal(value: Any) -> decimal.Decimal:

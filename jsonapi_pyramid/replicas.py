@@ -28,6 +28,7 @@ from pyramid.request import Request
 from sqlalchemy import engine_from_config, text
 from sqlalchemy.exc import DBAPIError
 
+from .connection import utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 
 __all__ = ["POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
@@ -50,6 +51,7 @@ def read_engine(settings: Any) -> Any:
         return None
     engine = engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.", **engine_options(settings))
     bound_statement_time(engine, statement_timeout_ms(settings))  # the same deadlines as the primary's
+    utc_sessions(engine)
     return engine
 
 

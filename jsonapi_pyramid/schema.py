@@ -27,7 +27,8 @@ from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "visibility_of"]
+__all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "enum_choices",
+           "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -54,6 +55,17 @@ def column_kind(column_type: Any) -> str:
         if isinstance(column_type, sql_type):
             return kind
     return "other"
+
+
+def enum_choices(column_type: Any) -> dict[str, Any]:
+    """An ``Enum``'s values as documents show them, in the order of the declaration -> what
+    SQLAlchemy takes for each: the string itself, or for a Python enum class whose members'
+    values are strings the member, shown (as JSON renders a member) by its value, so a write, a
+    filter and a document use one spelling (``Size.SMALL = "s"``: ``"s"``, never ``"SMALL"``)."""
+    enum_class = getattr(column_type, "enum_class", None)
+    if enum_class is not None and all(isinstance(member.value, str) for member in enum_class):
+        return {member.value: member for member in enum_class}
+    return {value: value for value in column_type.enums}
 
 
 @dataclass(frozen=True)

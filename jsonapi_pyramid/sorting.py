@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import case, inspect, null
+from sqlalchemy import String, case, inspect, null, type_coerce
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.util import ClauseAdapter
 
-from .filtering import related_aggregate, related_count
+from .connection import dialect_name
+from .filtering import declared_order, related_aggregate, related_count
 from .pagination import OrderKey
 from .relationships import Aggregate, relationship_aggregate
 
@@ -42,6 +43,9 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
         through = bool(hops)
         if aggregate is not None:  # a correlated count (never NULL) or max/min/sum (NULL without values)
             column = aggregate_column(request, current, aggregate, entity)
+            if aggregate.attribute is not None:
+                kind = current.relationships[aggregate.relationship].target_definition.fields[aggregate.attribute].kind
+                column = _as_stored(request, column, kind)
             keys.append(OrderKey(column, key.descending, through or aggregate.function != "count"))
             continue
         if key.path[-1] == "id":
@@ -49,7 +53,9 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
         else:
             field = current.fields[key.path[-1]]
             column = field.expression if entity is current.model else getattr(entity, current.entity_attribute(key.path[-1]))
-            nullable = field.nullable
+            if field.kind == "enum":  # by declaration, on every database
+                column = declared_order(column, field.sql_type, dialect_name(request))
+            column, nullable = _as_stored(request, column, field.kind), field.nullable
         keys.append(OrderKey(column, key.descending, through or nullable))
     if not any(key.path == ("id",) for key in plan.sort):
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
@@ -57,6 +63,15 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
         descending = bool(plan.sort) and plan.sort[-1].descending
         keys.append(OrderKey(getattr(definition.model, definition.id_attribute), descending))
     return statement, keys
+
+
+def _as_stored(request: Request, column: Any, kind: str) -> Any:
+    """A timestamp or time key as the text SQLite holds (the SQL is unchanged): ``ORDER BY`` sorts
+    that text, so a cursor carries it and its keyset compares it, whichever of SQLite's spellings
+    a row has (``filtering._spellings``); as a value, it would be bound in SQLAlchemy's alone."""
+    if kind in ("datetime", "time") and dialect_name(request) == "sqlite":
+        return type_coerce(column, String())
+    return column
 
 
 def _outer_join(request: Request, statement: Any, entity: Any, relationship: Any, tables: set[Any]) -> tuple[Any, Any]:

@@ -4,8 +4,8 @@
 |---|---|---|
 | ``Publisher`` | ``String(36)`` code, client-made (not a UUID: any text) | string keys, ``Time`` |
 | ``Person`` | integer | two relationships to one target (``written``/``edited``), one-to-one (``card``) |
-| ``LibraryCard`` | ``String(36)`` declared as UUID | one-to-one with ``uselist=False`` on both sides |
-| ``Book`` | native ``Uuid`` | every attribute kind, many-to-many through ``secondary`` |
+| ``LibraryCard`` | ``String(36)`` declared as UUID | one-to-one with ``uselist=False`` on both sides, a Python enum |
+| ``Book`` | native ``Uuid`` | every attribute kind (a timestamp the database writes), many-to-many through ``secondary`` |
 | ``Genre`` | string slug, client-made | self-reference both ways (``parent``/``children``) |
 | ``Contribution`` | integer | an association object (book, person, role) as its own resource |
 | ``Member``: ``Student``, ``Staff`` | integer | joined-table inheritance, each class its own type |
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import enum
 import uuid
 
 from sqlalchemy import (
@@ -114,6 +115,14 @@ class Person(Base):
             ToManyRelationship.create("contributions", Contribution, mapped_by="person"),
         )
 
+class Tier(enum.Enum):
+    """A card's tier: a Python enum class, shown by its values, ordered as declared."""
+
+    STANDARD = "standard"
+    GOLD = "gold"
+    BASIC = "basic"
+
+
 class LibraryCard(Base):
     """A person's library card (at most one each): the key is text that holds a UUID."""
 
@@ -121,6 +130,7 @@ class LibraryCard(Base):
     __jsonapi_type__ = "cards"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
     number: Mapped[str] = mapped_column(String(20))
+    tier: Mapped[Tier] = mapped_column(Enum(Tier, name="card_tier"), default=Tier.STANDARD)
     holder_id: Mapped[int | None] = mapped_column(ForeignKey("people.id", ondelete="SET NULL"), unique=True)
     holder: Mapped[Person | None] = relationship(back_populates="card", uselist=False)
 
@@ -150,6 +160,8 @@ class Book(Base):
     published_on: Mapped[dt.date | None] = mapped_column(Date)
     added_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)  # naive, UTC
     updated_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # written by the database, not by the library: SQLite's CURRENT_TIMESTAMP text, in whole seconds
+    catalogued_at: Mapped[dt.datetime] = mapped_column(DateTime, server_default=func.now())
     details: Mapped[dict | None] = mapped_column(JSON)
     publisher_code: Mapped[str | None] = mapped_column(ForeignKey("publishers.code", ondelete="SET NULL"))
     author_id: Mapped[int | None] = mapped_column(ForeignKey("people.id", ondelete="SET NULL"))
@@ -350,12 +362,12 @@ class PersonTransformer(Transformer):
 
 
 class CardTransformer(Transformer):
-    attributes = ("number",)
+    attributes = ("number", "tier")
 
 
 class BookTransformer(Transformer):
     attributes = ("title", "summary", "pages", "price", "weight", "inPrint", "format", "publishedOn", "addedAt",
-                  "updatedAt", "details", "titleLength", "priceWithTax", "slug")
+                  "updatedAt", "cataloguedAt", "details", "titleLength", "priceWithTax", "slug")
 
 
 class GenreTransformer(Transformer):

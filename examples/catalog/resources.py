@@ -57,12 +57,13 @@ def includeme(config):
                                 sortable=("name", "written.count", "written.sum.pages", "written.max.publishedOn",
                                           "edited.count"))
     # A text key that holds UUIDs: said here, never guessed from String(36).
-    config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number",))
+    config.add_jsonapi_resource(LibraryCard, id_format="uuid", client_ids=True, writable=("number", "tier"))
     config.add_jsonapi_resource(Book, writable=BOOK_WRITABLE,
                                 # computed in SQL: titleLength (column_property), priceWithTax (hybrid)
-                                sortable=("title", "pages", "price", "publishedOn", "addedAt", "author.name",
-                                          "titleLength", "priceWithTax"),
-                                filterable=("title", "pages", "inPrint", "format", "publishedOn", "author", "genres",
+                                sortable=("title", "pages", "price", "weight", "format", "publishedOn", "addedAt",
+                                          "cataloguedAt", "author.name", "titleLength", "priceWithTax"),
+                                filterable=("title", "summary", "pages", "price", "weight", "inPrint", "format",
+                                            "publishedOn", "addedAt", "updatedAt", "cataloguedAt", "author", "genres",
                                             "genres.parent.name", "publisher.name", "titleLength", "priceWithTax"),
                                 # statistics (stats[...]): minima and maxima of attributes not sortable too
                                 stats=BOOK_STATS)

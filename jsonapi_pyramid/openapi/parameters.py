@@ -5,7 +5,7 @@ from typing import Any
 
 from ..contract import TOTAL_COUNT
 from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
-from ..filter_terms import FILTER_OPERATORS
+from ..filter_terms import filter_operators
 from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, BuilderState, _component_key, _ref
 from .schemas import _column_schema
 from .stats import stats_parameters
@@ -93,15 +93,11 @@ class ParametersMixin(BuilderState):
             "aggregate of theirs (NULL, sorted last, when no visible member has a value), also after to-one "
             "relationships (`author.articles.count`).")))
         for path in list(dict.fromkeys(list(definition.filterable) + ["id"])):
-            value, is_id, is_text = self._filter_value_schema(definition, path)
+            value, is_id, kind = self._filter_value_schema(definition, path)
             params.append(self._param(f"filter.{T}.{path}", {
                 "name": f"filter[{path}]", "in": "query", "required": False,
                 "description": f"Equality on `{path}`; `v1,v2` means any of.", "schema": {"type": "string"}}))
-            for operator in FILTER_OPERATORS:
-                if operator in _TEXT_FILTERS and (is_id or not is_text):
-                    continue
-                if operator in _ORDER_FILTERS[2:] and value.get("type") == "boolean":
-                    continue  # true < false means nothing
+            for operator in filter_operators(kind, is_id):  # what the parser accepts (filter_terms)
                 if operator == "isnull":
                     schema: dict[str, Any] = {"type": "boolean"}
                 elif operator in _LIST_FILTERS:
@@ -110,8 +106,9 @@ class ParametersMixin(BuilderState):
                     schema = {"type": "string"}
                 else:
                     schema = value
+                order = " (in the order of the declared values)" if kind == "enum" and operator in _ORDER_FILTERS[2:] else ""
                 parameter = {"name": f"filter[{path}][{operator}]", "in": "query", "required": False,
-                             "description": f"`{path}` {operator}.", "schema": schema}
+                             "description": f"`{path}` {operator}{order}.", "schema": schema}
                 if operator in _LIST_FILTERS:
                     parameter.update(style="form", explode=False)
                 params.append(self._param(f"filter.{T}.{path}.{operator}", parameter))
@@ -187,8 +184,8 @@ class ParametersMixin(BuilderState):
                                    "related resource."}))
         return params
 
-    def _filter_value_schema(self, definition: Any, path: str) -> tuple[dict[Any, Any], bool, bool]:
-        """(schema of a value, is it an id comparison, is it a text column)."""
+    def _filter_value_schema(self, definition: Any, path: str) -> tuple[dict[Any, Any], bool, str]:
+        """(schema of a value, is it an id comparison, the ``schema.column_kind`` compared)."""
         current = definition
         parts = path.split(".")
         for index, part in enumerate(parts):
@@ -196,11 +193,11 @@ class ParametersMixin(BuilderState):
             if relationship is not None:
                 current = relationship.target_definition
                 if index == len(parts) - 1:
-                    return self._id_schema(current), True, False
+                    return self._id_schema(current), True, current.id_kind
                 continue
             if part == "id":
-                return self._id_schema(current), True, False
+                return self._id_schema(current), True, current.id_kind
             field = current.fields[part]
             schema = _column_schema(field.sql_type) if field.sql_type is not None else {"type": "string"}
-            return schema, False, field.kind in ("string", "enum")
-        return {"type": "string"}, False, False
+            return schema, False, field.kind
+        return {"type": "string"}, False, "other"

@@ -5,7 +5,7 @@ from typing import Any
 
 import colander
 
-from ..schema import column_kind
+from ..schema import column_kind, enum_choices
 from ..validation import Confirmed, Exists, RequiredWith, Unique, Url
 
 
@@ -262,7 +262,7 @@ def _column_schema(column_type: Any) -> dict[Any, Any]:
     if kind in _KIND_SCHEMAS:
         return dict(_KIND_SCHEMAS[kind])
     if kind == "enum" and column_type.enums:
-        return {"type": "string", "enum": list(column_type.enums)}
+        return {"type": "string", "enum": list(enum_choices(column_type))}
     if kind in ("string", "enum"):
         schema = {"type": "string"}
         if getattr(column_type, "length", None):

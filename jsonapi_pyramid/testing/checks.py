@@ -13,7 +13,9 @@ from typing import Any
 
 from sqlalchemy.orm import RelationshipDirection
 
+from ..filter_terms import filter_operators
 from ..jsontypes import attribute_sql_type, check_json_type, json_kind
+from ..schema import enum_choices
 from ..validation import writable_attributes
 
 __all__ = ["crud", "errors", "filter", "pages", "relationship", "sort", "stats"]
@@ -94,7 +96,9 @@ def _missing_id(definition: Any) -> str:
 
 def filter(kit: Any, definition: Any) -> None:  # noqa: A001 - the case's name
     """Every declared filter path answers 200; on an attribute or a relationship the created
-    resource is found by its own value (``[eq]``), ``filter[id]`` finds exactly it."""
+    resource is found by its own value (``[eq]``), ``filter[id]`` finds exactly it. An attribute's
+    value as shown is compared by every operator its type takes (``_operator_checks``), also
+    after a ``Numeric`` was written with one digit more than its scale keeps."""
     type_name = definition.type
     resource = kit.create_resource(type_name)
     kit.create_resource(type_name)
@@ -108,6 +112,50 @@ def filter(kit: Any, definition: Any) -> None:  # noqa: A001 - the case's name
             kit.client.get(url, params={f"{parameter}[isnull]": "false"})
             continue
         assert resource["id"] in _ids(kit.client.get(url, params={f"{parameter}[eq]": value})), parameter
+        field = definition.fields.get(path)
+        if field is None:
+            continue  # a relationship or the id
+        if json_kind(field.sql_type) == "decimal" and path in writable_attributes(definition):
+            resource = _write_more_digits(kit, definition, resource, path, value)  # the other values may follow
+            value = str(resource["attributes"][path])
+        for operator, (compared, finds) in _operator_checks(field.kind, value):
+            hit = resource["id"] in _ids(kit.client.get(url, params={f"{parameter}[{operator}]": compared}))
+            assert hit is finds, f"{parameter}[{operator}]={compared} {'misses' if finds else 'finds'} the resource"
+
+
+def _operator_checks(kind: str, value: str) -> list[tuple[str, tuple[str, bool]]]:
+    """(operator, (value, does it find the resource)) for a resource whose attribute of ``kind``
+    shows ``value``: the ordering operators on every kind that has an order, the text ones on text."""
+    operators = filter_operators(kind)
+    checks = [("ne", (value, False))]
+    if "," not in value:
+        checks.append(("in", (value, True)))
+    if "lt" in operators:
+        checks += [("lte", (value, True)), ("gte", (value, True)), ("lt", (value, False)), ("gt", (value, False))]
+    if "icontains" in operators:
+        checks += [("contains", (value, True)), ("startswith", (value, True)), ("icontains", (value, True))]
+        # folded both ways where that gives the same text back (not for "ß" -> "SS")
+        checks += [("icontains", (changed, True)) for changed in {value.upper(), value.lower()}
+                   if changed.lower() == value.lower() and len(changed) == len(value)]
+    return checks
+
+
+def _write_more_digits(kit: Any, definition: Any, resource: dict[Any, Any], name: str, value: str) -> Any:
+    """PATCH a decimal with one digit more than shown: refused (422 at its pointer), or kept as the
+    column keeps it, the answer showing what GET shows and ``[eq]`` finds; the resource after."""
+    sent = f"{value}5" if "." in value else f"{value}.5"
+    url = resource["links"]["self"]
+    document = {"type": definition.type, "id": resource["id"], "attributes": {name: sent}}
+    response = kit.client.patch(url, document, [200, 422])
+    if response.status_int == 422:
+        _expect_pointer(response, f"/data/attributes/{name}")
+        return resource
+    shown = response.json["data"]["attributes"].get(name)
+    after = kit.client.get(url).json["data"]
+    assert after["attributes"].get(name) == shown, f"{name}: {sent} answered {shown}, shown {after['attributes'].get(name)}"
+    found = _ids(kit.client.get(kit.url(definition.type), params={f"filter[{name}][eq]": str(shown)}))
+    assert resource["id"] in found, f"{name}: {sent} is shown as {shown}, which filter[{name}] does not find"
+    return after
 
 
 def _filter_value(kit: Any, definition: Any, resource: dict[Any, Any], path: str) -> str | None:
@@ -133,13 +181,38 @@ def _ids(response: Any) -> list[str]:
 
 
 def sort(kit: Any, definition: Any) -> None:
-    """Every declared sort field, both directions: 200 with every resource once."""
+    """Every declared sort field, both directions: 200 with every resource once; on an attribute
+    whose type has an order of its own (numbers, dates, times, enumerations by declaration,
+    true/false), in the order of the values shown, NULLs last."""
     type_name = definition.type
     made = {kit.create_resource(type_name)["id"] for _ in range(2)}
     for field in definition.sortable:
         for key in (field, f"-{field}"):
-            ids = _ids(kit.client.get(kit.url(type_name), params={"sort": key, "page[size]": "100"}))
+            data = kit.client.get(kit.url(type_name), params={"sort": key, "page[size]": "100"}).json["data"]
+            ids = [item["id"] for item in data]
             assert made <= set(ids) and len(ids) == len(set(ids)), key
+            order = _value_order(definition.fields.get(field))
+            if order is not None:
+                values = [item.get("attributes", {}).get(field) for item in data]
+                present = [order(v) for v in values if v is not None]
+                assert present == sorted(present, reverse=key.startswith("-")), f"sort={key}: {values}"
+                assert values[len(present):] == [None] * (len(values) - len(present)), f"sort={key}: NULLs last"
+
+
+def _value_order(field: Any) -> Any:
+    """How values of ``field`` as shown compare (None: no order to check, such as text, whose
+    order is the database's collation)."""
+    if field is None:
+        return None
+    if field.kind in ("integer", "number"):
+        return lambda value: decimal.Decimal(str(value))
+    if field.kind == "datetime":
+        return lambda value: dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if field.kind in ("date", "time", "boolean"):
+        return {"date": dt.date.fromisoformat, "time": dt.time.fromisoformat, "boolean": bool}[field.kind]
+    if field.kind == "enum" and field.sql_type.enums:
+        return list(enum_choices(field.sql_type)).index
+    return None
 
 
 def pages(kit: Any, definition: Any) -> None:

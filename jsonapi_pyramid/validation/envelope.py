@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from ..contract import get_registry
 from ..errors import BadRequest, Conflict, Forbidden
-from ..jsontypes import attribute_sql_type, check_json_type, decode_value, json_kind, required_column
+from ..jsontypes import attribute_sql_type, check_json_type, decode_value, fit_to_column, json_kind, required_column
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
 from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, max_linkage_items, read_linkage
 from .rules import run_schema
@@ -195,6 +195,7 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
     sent: dict[str, Any] = {}
     unchecked: dict[str, Any] = {}
     wrong_type: set[str] = set()
+    sql_types: dict[str, Any] = {}
     for name, value in attributes.items():
         pointer = f"/data/attributes/{_escape(name)}"
         if name not in writable:
@@ -208,7 +209,7 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
             failures.add(pointer, f"{name} {problem}")
             wrong_type.add(f"/{_escape(name)}")
         elif node is not None:
-            sent[name] = value
+            sent[name], sql_types[name] = value, sql_type
         else:  # no colander node: the column's type converts it (strictly)
             _decode_unchecked(name, value, sql_type, nullable, pointer, unchecked, failures)
     if entity is None:  # a create: NOT NULL columns without a default and without a schema node
@@ -222,6 +223,11 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
     for pointer, message in schema_failures:
         if "/" + pointer[1:].split("/")[0] not in wrong_type:  # a value of the wrong type is reported once
             failures.add("/data/attributes" + pointer, message)
+    for name, value in values.items():  # what the schema made of a value, as its column keeps it
+        try:
+            values[name] = fit_to_column(sql_types.get(name), value)
+        except ValueError as exc:
+            failures.add(f"/data/attributes/{_escape(name)}", f"{name}: {exc}")
     # Attributes the schema does not know but ``writable=`` allows pass, converted by their column.
     return {**unchecked, **values}
 

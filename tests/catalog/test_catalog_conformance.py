@@ -19,10 +19,12 @@ def jsonapi_client(wsgi_app, db):
 
 
 def book(kit, n):
+    # text beyond ASCII (case-insensitive operators), every format (sorted by declaration, not by name)
     return {
-        "attributes": {"title": f"Book {n}", "summary": "A long story.", "pages": 100 + n, "price": f"{n}.50",
-                       "weight": 0.25 * n, "inPrint": n % 2 == 0, "format": "hardcover", "publishedOn": "2020-01-31",
-                       "updatedAt": "2021-06-01T12:30:00Z", "details": {"isbn": f"978-{n}"}},
+        "attributes": {"title": f"Book {n}: L'École des Ærø", "summary": "Una història llarga.", "pages": 100 + n,
+                       "price": f"{n}.50", "weight": 0.25 * n, "inPrint": n % 2 == 0,
+                       "format": ("paperback", "ebook", "hardcover")[n // 2 % 3], "publishedOn": f"2020-01-{n % 28 + 1:02d}",
+                       "updatedAt": f"2021-06-01T12:30:{n % 60:02d}.250000Z", "details": {"isbn": f"978-{n}"}},
         "relationships": {"author": {"data": kit.create("people")}},
     }
 
@@ -30,10 +32,11 @@ def book(kit, n):
 @pytest.fixture
 def jsonapi_factories():
     return {
-        "publishers": lambda kit, n: {"id": f"publisher-{n}", "attributes": {"name": f"Publisher {n}",
+        "publishers": lambda kit, n: {"id": f"publisher-{n}", "attributes": {"name": f"Éditions Ωmega {n}",
                                                                              "opensAt": "09:30:00"}},
         "people": lambda kit, n: {"attributes": {"name": f"Person {n}"}},
-        "cards": lambda kit, n: {"id": str(uuid.uuid4()), "attributes": {"number": f"C-{n}"}},
+        "cards": lambda kit, n: {"id": str(uuid.uuid4()), "attributes": {"number": f"C-{n}",
+                                                                          "tier": ("standard", "basic", "gold")[n % 3]}},
         "books": book,
         "genres": lambda kit, n: {"id": f"genre-{n}", "attributes": {"name": f"Genre {n}"}},
         "contributions": lambda kit, n: {"attributes": {"role": "translator"}, "relationships": {

@@ -98,7 +98,7 @@ def test_one_to_one_and_two_relationships_to_one_target(api, db):
     assert [i["id"] for i in api.get(f"/api/people/{ed.id}/edited").json["data"]] == [str(book.id)]
     assert api.get(f"/api/people/{ed.id}/written").json["data"] == []
     card = api.get(f"/api/people/{ursula.id}/card").json["data"]
-    assert card["attributes"] == {"number": "7"}
+    assert card["attributes"] == {"number": "7", "tier": "standard"}  # a Python enum, by its value
     assert api.get(f"/api/cards/{card['id']}/relationships/holder").json["data"] == {"type": "people",
                                                                                    "id": str(ursula.id)}
 
