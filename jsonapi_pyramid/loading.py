@@ -4,7 +4,9 @@
   page to know whether there is a next page);
 * one per node of the include tree (``includes``);
 * one for ``totalCount``, only when it is asked for;
-* one per requested meta field that runs SQL (``count_of``).
+* one per requested meta field that runs SQL (``count_of``);
+* for ``GET /api/<type>/<id>`` without query parameters, the linkage part of the item's entity tag,
+  in the statement that reads the row (``load_item(..., linkage=True)``, below).
 
 Row visibility (``visible=`` of a resource) is added to every statement that reads that type:
 lists, counts, includes, related reads, linkage reads and (in ``filtering``) the EXISTS of dotted filters.
@@ -14,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import orjson
 from pyramid.request import Request
-from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.engine.result import result_tuple
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
@@ -25,7 +31,7 @@ from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
 
-__all__ = ["Loaded", "count_of"]
+__all__ = ["LINKAGE_PARAMETER", "Loaded", "count_of", "linkage_bytes", "linkage_columns", "read_linkage"]
 
 @dataclass
 class Loaded:
@@ -150,23 +156,44 @@ def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns
             dialect_name(request) if plan.filters else None)
 
 
-def load_item(request: Request, definition: Any, resource_id: Any, *, record: bool = False) -> Any:
+def load_item(request: Request, definition: Any, resource_id: Any, *, record: bool = False, linkage: bool = False) -> Any:
     """The row of ``definition`` with id ``resource_id`` if the caller may see it, else None:
     with ``record`` and a type read as records, its record of ``item_columns`` (Core, on the
-    request's connection), else the mapped instance (through ``request.dbsession``)."""
+    request's connection), else the mapped instance (through ``request.dbsession``).
+
+    ``linkage``: read the linkage part of its tag in the same statement
+    (``linkage_columns``) and return ``(value, linkage bytes)`` (``(None, None)``
+    when there is no such row)."""
     columns = definition.item_columns if record else None
+    with_linkage = linkage and len(definition.relationships) > 0
 
     def build() -> Any:
         model = definition.model
-        statement = select(*(columns if columns is not None else (model,)))
-        statement = statement.where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        selected = columns if columns is not None else (model,)
+        if with_linkage:
+            selected = (*selected, *linkage_columns(request, definition))
+        statement = select(*selected)
+        statement = statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
         criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("item", definition, columns is not None), build)
+    key = ("item", definition, columns is not None, dialect_name(request) if with_linkage else None)
+    statement = get_registry(request).statements.get(request, key, build)
+    parameters = {LINKAGE_PARAMETER: resource_id}
+    if not with_linkage:
+        if columns is not None:
+            value = execute(request, statement, parameters).first()
+        else:
+            value = request.dbsession.scalars(statement, parameters).first()
+        return value if not linkage else (None, None) if value is None else (value, b"")
     if columns is not None:
-        return execute(request, statement, {"jsonapi_id": resource_id}).first()
-    return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
+        row = execute(request, statement, parameters).first()
+        if row is None:
+            return None, None
+        size = len(columns)  # the record of item_columns, then the linkage columns
+        return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])
+    row = request.dbsession.execute(statement, parameters).first()
+    return (None, None) if row is None else (row[0], linkage_bytes(row[1:]))
 
 
 def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:
@@ -232,6 +259,82 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
     if columns is not None:
         return execute(request, statement.limit(1)).first()
     return request.dbsession.scalars(statement.limit(1)).first()
+
+
+# -- the linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst) --
+#
+# The plain document of ``GET /api/<type>/<id>`` shows each relationship's links, not its linkage,
+# so the digest of its bytes alone does not change when a relationship does, and ``If-Match`` could
+# not tell two writers of a relationship apart. The tag therefore also covers the linkage of every
+# relationship of the type, as the caller would read it (``GET .../relationships/<name>``: the
+# related rows the caller may see): one scalar subquery per relationship, aggregating the related
+# rows' keys (and, for a polymorphic target, their discriminator) in key order into one text.
+#
+# The subqueries take the item's id as the bound parameter ``jsonapi_id`` and do not correlate with
+# the statement around them, so they are added to the statement that reads the row
+# (``load_item`` for a plain ``GET``, ``preconditions.lock_row`` for ``If-Match``): one
+# statement still, whatever the number of relationships or of related rows. After a write,
+# ``read_linkage`` reads them alone (one statement). The subqueries follow the relationship's join
+# (foreign key on either side, a secondary table, a custom ``primaryjoin``, self-reference: the
+# owner side is the type's alias, ``ResourceDefinition.owner``), as the linkage reads do.
+#
+# Order: PostgreSQL aggregates with ``string_agg(... ORDER BY ...)``; SQLite before 3.44 has no
+# ORDER BY inside an aggregate, so ``group_concat`` runs over a subquery ordered by the key (the
+# order SQLite aggregates such a subquery in).
+
+#: The bound parameter holding the item's id in the linkage subqueries (and in ``load_item``).
+LINKAGE_PARAMETER = "jsonapi_id"
+_LABEL = "jsonapi_linkage_"
+
+
+def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
+    """One labelled scalar subquery per relationship of ``definition`` (in declaration order):
+    the keys of the related rows the caller may see, in order, as one text (NULL for none).
+    Empty for a type without relationships. Call it inside a statement cache's ``build``: it
+    reads the targets' visibility."""
+    postgresql = dialect_of(request).name == "postgresql"
+    return tuple(_aggregate(request, definition, relationship, postgresql).label(f"{_LABEL}{index}")
+                 for index, relationship in enumerate(definition.relationships))
+
+
+def _aggregate(request: Request, definition: Any, relationship: Any, postgresql: bool) -> Any:
+    target = relationship.target_definition
+    owner = definition.owner
+    key = getattr(target.model, target.id_attribute)
+    element: Any = sql_cast(key, String)
+    if not isinstance(key.type, Integer):  # text keys may hold the separator: length-prefixed
+        element = sql_cast(func.length(element), String) + ":" + element
+    discriminator = inspect(target.model).polymorphic_on
+    if discriminator is not None:  # a row's type is part of its identifier
+        element = sql_cast(discriminator, String) + "/" + element
+    statement = (select(element.label("member")).select_from(owner).join(getattr(owner, relationship.prop.key))
+                 .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
+    criterion = target.visibility(request)
+    if criterion is not None:
+        statement = statement.where(criterion)
+    if postgresql:
+        separator: Any = literal_column("','")
+        return statement.with_only_columns(func.string_agg(element, aggregate_order_by(separator, key))) \
+            .correlate(None).scalar_subquery()
+    members = statement.order_by(key).subquery()
+    return select(func.group_concat(members.c.member, ",")).correlate(None).scalar_subquery()
+
+
+def linkage_bytes(values: Any) -> bytes:
+    """The linkage part of a tag from the values of ``linkage_columns`` (b"" when there are none)."""
+    values = tuple(values)
+    return orjson.dumps(values) if values else b""
+
+
+def read_linkage(request: Request, definition: Any, resource_id: Any) -> bytes:
+    """The linkage part of the tag of ``definition``'s row ``resource_id``, now (one statement;
+    none for a type without relationships)."""
+    if not definition.relationships:
+        return b""
+    statement = get_registry(request).statements.get(
+        request, ("linkage", definition, dialect_of(request).name),
+        lambda: select(*linkage_columns(request, definition)))
+    return linkage_bytes(execute(request, statement, {LINKAGE_PARAMETER: resource_id}).one())
 
 
 # -- metas ---------------------------------------------------------------------------------------

@@ -27,12 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import update
-from sqlalchemy.exc import InvalidRequestError
+from sqlalchemy import bindparam, select, update
 
 from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
 from .connection import dialect_name
+from .contract import get_registry
 from .errors import JsonApiError
+from .loading import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
 
 __all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
 
@@ -45,22 +46,32 @@ class PreconditionRequired(JsonApiError):
     status, title = 428, "Precondition Required"
 
 
-def lock_row(request: Request, definition: Any, entity: Any) -> bool:
-    """Lock ``entity``'s row until the transaction ends and re-read it (see the module's text).
-    False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
+def lock_row(request: Request, definition: Any, entity: Any) -> bytes | None:
+    """Lock ``entity``'s row until the transaction ends and re-read it (see the module's text),
+    with the linkage part of its tag (``loading.linkage_columns``) in the same statement; returns that
+    linkage, or None when the row is gone (a concurrent writer deleted it since traversal
+    loaded it). As ``Session.refresh`` would, the re-read overwrites the instance's columns and
+    leaves its relationships to load again, after the lock."""
     session = request.dbsession
-    try:
-        if dialect_name(request) == "sqlite":
-            table = definition.id_column.table
-            key = definition.id_column
-            unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
-            session.execute(update(table).where(key == getattr(entity, definition.id_attribute)).values(unchanged))
-            session.refresh(entity)
-        else:
-            session.refresh(entity, with_for_update=True)
-    except InvalidRequestError:  # "Could not refresh instance": no such row any more
-        return False
-    return True
+    key = definition.id_column
+    resource_id = getattr(entity, definition.id_attribute)
+    sqlite = dialect_name(request) == "sqlite"
+    if sqlite:
+        table = key.table
+        unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
+        session.execute(update(table).where(key == resource_id).values(unchanged))
+
+    def build() -> Any:
+        statement = select(definition.model, *linkage_columns(request, definition))
+        statement = statement.where(getattr(definition.model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+        # the key's table, not the mapped class: a polymorphic model would outer join its
+        # subclasses' tables, and FOR UPDATE cannot lock the nullable side of an outer join
+        return statement if sqlite else statement.with_for_update(of=key.table)
+
+    statement = get_registry(request).statements.get(request, ("lock", definition, dialect_name(request)), build)
+    session.expire(entity)
+    row = session.execute(statement, {LINKAGE_PARAMETER: resource_id}).first()
+    return None if row is None else linkage_bytes(row[1:])
 
 
 def check_if_match(request: Request, definition: Any, entity: Any) -> None:
@@ -84,12 +95,13 @@ def check_tag(request: Request, definition: Any, entity: Any, header: str, *, po
     not from the ``If-Match`` header."""
     tags = parse_entity_tags(header)
     where: dict[str, Any] = {"pointer": pointer} if pointer is not None else {"header": "If-Match"}
-    if not lock_row(request, definition, entity):
+    linkage = lock_row(request, definition, entity)
+    if linkage is None:
         # No current representation: the condition is false, even for "*" (RFC 9110 13.1.1).
         raise PreconditionFailed(f"The {definition.type} resource was deleted meanwhile.", **where)
     if tags == ANY:
         return
-    if not strong_match(tags, resource_etag(request, definition, entity)):
+    if not strong_match(tags, resource_etag(request, definition, entity, linkage)):
         raise PreconditionFailed(
             f"The {definition.type} resource changed since the ETag sent was given out: "
             "read it again and reapply the change.", **where)

@@ -6,6 +6,7 @@ from typing import Any
 
 from pyramid.request import Request
 
+from ..conditional import tag_item
 from ..document import linkage_document, page_document, resource_document
 from ..loading import load_page, load_related_one
 from ..query import parse_query
@@ -29,9 +30,12 @@ def _varies(request: Request, document: Any) -> Any:
 
 def show(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility: its record
-    on a read, ``traversal.Item``)."""
+    on a read, ``traversal.Item``). Without query parameters its ``ETag`` is the one ``If-Match``
+    compares: it covers the item's linkage too (``conditional.tag_item``)."""
     plan = parse_query(request, context.definition, collection=False)
     document = resource_document(request, plan, context.definition, context.record, pages=plan.include_pages)
+    if not request.query_string:
+        tag_item(request, context)
     return _varies(request, document) if plan.include_pages else document
 
 
