@@ -22,6 +22,7 @@ from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
+from sqlalchemy.orm import aliased
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
@@ -275,8 +276,8 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
 # (``load_item`` for a plain ``GET``, ``preconditions.lock_row`` for ``If-Match``): one
 # statement still, whatever the number of relationships or of related rows. After a write,
 # ``read_linkage`` reads them alone (one statement). The subqueries follow the relationship's join
-# (foreign key on either side, a secondary table, a custom ``primaryjoin``, self-reference: the
-# owner side is the type's alias, ``ResourceDefinition.owner``), as the linkage reads do.
+# (foreign key on either side, a secondary table, a custom ``primaryjoin``, self-reference) between
+# the type's alias (``ResourceDefinition.owner``) and an alias of the target.
 #
 # Order: PostgreSQL aggregates with ``string_agg(... ORDER BY ...)``; SQLite before 3.44 has no
 # ORDER BY inside an aggregate, so ``group_concat`` runs over a subquery ordered by the key (the
@@ -298,8 +299,17 @@ def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
 
 
 def _aggregate(request: Request, definition: Any, relationship: Any, postgresql: bool) -> Any:
+    """The keys of the rows linked to the item through ``relationship`` that the caller may see,
+    in key order, as one text. The linked keys are found through the relationship's join between
+    aliases (``IN``), the target's visibility applied outside: SQLite, which plans without
+    statistics, would otherwise start from an index of the visibility's column (all published
+    articles) rather than from the link table's rows of this item."""
     target = relationship.target_definition
     owner = definition.owner
+    joined = aliased(target.model)
+    linked = (select(getattr(joined, target.id_attribute)).select_from(owner)
+              .join(getattr(owner, relationship.prop.key).of_type(joined))
+              .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
     key = getattr(target.model, target.id_attribute)
     element: Any = sql_cast(key, String)
     if not isinstance(key.type, Integer):  # text keys may hold the separator: length-prefixed
@@ -307,8 +317,7 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
     discriminator = inspect(target.model).polymorphic_on
     if discriminator is not None:  # a row's type is part of its identifier
         element = sql_cast(discriminator, String) + "/" + element
-    statement = (select(element.label("member")).select_from(owner).join(getattr(owner, relationship.prop.key))
-                 .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
+    statement = select(element.label("member")).where(key.in_(linked))
     criterion = target.visibility(request)
     if criterion is not None:
         statement = statement.where(criterion)
