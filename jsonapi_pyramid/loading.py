@@ -305,18 +305,10 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
     statistics, would otherwise start from an index of the visibility's column (all published
     articles) rather than from the link table's rows of this item."""
     target = relationship.target_definition
-    owner = definition.owner
-    joined = aliased(target.model)
-    linked = (select(getattr(joined, target.id_attribute)).select_from(owner)
-              .join(getattr(owner, relationship.prop.key).of_type(joined))
-              .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
     key = getattr(target.model, target.id_attribute)
-    element: Any = sql_cast(key, String)
-    if not isinstance(key.type, Integer):  # text keys may hold the separator: length-prefixed
-        element = sql_cast(func.length(element), String) + ":" + element
-    discriminator = inspect(target.model).polymorphic_on
-    if discriminator is not None:  # a row's type is part of its identifier
-        element = sql_cast(discriminator, String) + "/" + element
+    # what does not depend on the caller, built once (a visibility built per caller rebuilds the rest)
+    linked, element = get_registry(request).statements.get(
+        request, ("linked", definition, relationship.name), lambda: _linked(definition, relationship))
     statement = select(element.label("member")).where(key.in_(linked))
     criterion = target.visibility(request)
     if criterion is not None:
@@ -327,6 +319,27 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
             .correlate(None).scalar_subquery()
     members = statement.order_by(key).subquery()
     return select(func.group_concat(members.c.member, ",")).correlate(None).scalar_subquery()
+
+
+def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
+    """The keys linked to the item (``jsonapi_id``) through ``relationship``, between the type's
+    alias and an alias of the target; and the text of a target row's identifier: its key
+    (length-prefixed unless an integer: a text key may hold the separator) and, for a
+    polymorphic target, its discriminator."""
+    target = relationship.target_definition
+    owner = definition.owner
+    joined = aliased(target.model)
+    linked = (select(getattr(joined, target.id_attribute)).select_from(owner)
+              .join(getattr(owner, relationship.prop.key).of_type(joined))
+              .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
+    key = getattr(target.model, target.id_attribute)
+    element: Any = sql_cast(key, String)
+    if not isinstance(key.type, Integer):
+        element = sql_cast(func.length(element), String) + ":" + element
+    discriminator = inspect(target.model).polymorphic_on
+    if discriminator is not None:
+        element = sql_cast(discriminator, String) + "/" + element
+    return linked, element
 
 
 def linkage_bytes(values: Any) -> bytes:
