@@ -7,6 +7,11 @@
   changes the tag; nothing else does. One place computes it, the tween below, for every view.
 * ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
   The comparison is the weak one (RFC 9110 section 13.1.2): ``W/"x"`` matches ``"x"``.
+* The tag of ``GET /api/<type>/<id>`` without query parameters is the one ``If-Match`` compares:
+  its document shows relationship links, not linkage, so the tag is the digest of its bytes *and*
+  of the linkage of every relationship as the caller may read it (``loading.linkage_columns``),
+  read by traversal in the statement that reads the row and handed to the tween by the view
+  (``tag_item``). docs/etags.rst follows this path.
 * ``resource_etag`` gives the tag that ``GET /api/<type>/<id>`` (no query parameters) would carry
   for the caller, without a request: ``preconditions`` compares ``If-Match`` with it, and every
   write answer that leaves the resource in place carries it in ``X-Resource-ETag`` (``tag_owner``):
