@@ -7,6 +7,11 @@
   changes the tag; nothing else does. One place computes it, the tween below, for every view.
 * ``If-None-Match`` (one tag, a list, or ``*``) naming it -> 304 with the ``ETag`` and no body.
   The comparison is the weak one (RFC 9110 section 13.1.2): ``W/"x"`` matches ``"x"``.
+* The tag of ``GET /api/<type>/<id>`` without query parameters is the one ``If-Match`` compares:
+  its document shows relationship links, not linkage, so the tag is the digest of its bytes *and*
+  of the linkage of every relationship as the caller may read it (``tag_linkage.linkage_columns``),
+  read by traversal in the statement that reads the row and handed to the tween by the view
+  (``tag_item``). docs/etags.rst follows this path.
 * ``resource_etag`` gives the tag that ``GET /api/<type>/<id>`` (no query parameters) would carry
   for the caller, without a request: ``preconditions`` compares ``If-Match`` with it, and every
   write answer that leaves the resource in place carries it in ``X-Resource-ETag`` (``tag_owner``):
@@ -30,6 +35,7 @@ from .document import DocumentBuilder
 from .loading import Loaded, load_stored
 from .query import QueryPlan
 from .renderer import dumps
+from .tag_linkage import read_linkage
 
 __all__ = [
     "ANY",
@@ -41,6 +47,7 @@ __all__ = [
     "strong_match",
     "tag_answer",
     "tag_body",
+    "tag_item",
     "tag_owner",
     "weak_match",
 ]
@@ -49,6 +56,8 @@ __all__ = [
 RESOURCE_ETAG = "X-Resource-ETag"
 #: Where a view asks the tween for the ``ETag`` of its answer's bytes (``tag_body``).
 _TAG_BODY = "jsonapi.etag_of_body"
+#: The linkage part of the ``ETag`` of a plain ``GET`` of an item, for the tween (``tag_item``).
+_LINKAGE = "jsonapi.etag_linkage"
 
 #: ``parse_entity_tags("*")``.
 ANY = "*"
@@ -60,12 +69,16 @@ _MAX_FILE_BYTES = 8 * 1024 * 1024
 _KEPT_BY_304 = {"etag", "vary", "cache-control", "content-location", "date", "expires", "x-request-id"}
 
 
-def etag_of(body: bytes) -> str:
-    """The strong entity tag of ``body``: a quoted hex SHA-256 digest cut to 128 bits.
+def etag_of(body: bytes, linkage: bytes = b"") -> str:
+    """The strong entity tag of ``body``: a quoted hex SHA-256 digest cut to 128 bits; of
+    ``body`` and the ``linkage`` of a resource's relationships (``tag_linkage.linkage_columns``) when given.
 
     SHA-256 rather than BLAKE2b: OpenSSL's SHA-256 uses the CPU's SHA extensions where there are
     some (this machine: 3.5x faster than hashlib's BLAKE2b on a 150 KiB document)."""
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    digest = hashlib.sha256(body)
+    if linkage:  # a document is one line of JSON: nothing else ends with a newline and more
+        digest.update(b"\n" + linkage)
+    return '"' + digest.hexdigest()[:32] + '"'
 
 
 def parse_entity_tags(header: str) -> Any:
@@ -95,16 +108,32 @@ def strong_match(tags: Any, etag: str) -> bool:
     return tags == ANY or any(tag == etag and not weak for weak, tag in tags)
 
 
-def resource_etag(request: Request, definition: Any, entity: Any) -> str:
-    """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now:
-    the digest of the document the read builds, built by the same builder over ``entity``, the
-    resource's row as loading read it from the database (a record, or an instance read again:
-    ``loading.load_stored`` after a write, the row ``preconditions`` re-reads under its lock),
-    never over values a request assigned in memory."""
+def resource_etag(request: Request, definition: Any, entity: Any, linkage: bytes | None = None) -> str:
+    """The ``ETag`` of ``GET /api/<type>/<id>`` (no query parameters) for this caller, now: the
+    digest of that document's bytes and of the linkage of its relationships (``linkage``, as read
+    with the row, or read now: one statement, none for a type without relationships). The
+    document is built by the read's builder over ``entity``, the resource's row as loading read it
+    from the database (a record, or an instance read again: ``loading.load_stored`` after a write,
+    the row ``preconditions`` re-reads under its lock), never over values a request assigned in memory."""
     builder = DocumentBuilder(request, QueryPlan())
     document = builder.single(Loaded.one(definition, entity))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
-    return etag_of(dumps(document))
+    if linkage is None:
+        linkage = read_linkage(request, definition, getattr(entity, definition.id_attribute))
+    return etag_of(dumps(document), linkage)
+
+
+def tag_item(request: Request, context: Any) -> None:
+    """Tag the answer to ``GET /api/<type>/<id>`` without query parameters (``views.read.show``)
+    as ``resource_etag`` does: the tween digests its bytes with the linkage of the item's
+    relationships, read by traversal with the row (``traversal.Item.linkage``), or now."""
+    if not etags_enabled(request):
+        return
+    linkage = context.linkage
+    if linkage is None:
+        definition = context.definition
+        linkage = read_linkage(request, definition, getattr(context.record, definition.id_attribute))
+    request.environ[_LINKAGE] = linkage
 
 
 def etags_enabled(request: Request) -> bool:
@@ -124,9 +153,7 @@ def tag_owner(request: Request, definition: Any, entity: Any, document: Any = No
         return None
     request.dbsession.flush()
     if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
-        from .renderer import dumps
-
-        tag = etag_of(dumps(document))
+        tag = etag_of(dumps(document), read_linkage(request, definition, getattr(entity, definition.id_attribute)))
     else:
         tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity))
     request.response.headers[RESOURCE_ETAG] = tag
@@ -174,7 +201,7 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
             body = response.body
             if not body:
                 return response
-            etag = etag_of(body)
+            etag = etag_of(body, request.environ.get(_LINKAGE, b""))
             response.headers["ETag"] = etag
         condition = request.headers.get("If-None-Match")
         if condition is not None and weak_match(parse_entity_tags(condition), etag.removeprefix("W/")):

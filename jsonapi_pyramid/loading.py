@@ -10,6 +10,8 @@ number of statements. Loading runs every statement of an answer; building it (``
 * one per requested meta field that runs SQL (``count_of``; ``load_metas`` runs the meta methods);
 * after a write, one for the rows written, read back as the database holds them (``load_stored``),
   so that a write answer is the document a ``GET`` would give.
+* for ``GET /api/<type>/<id>`` without query parameters, the linkage part of the item's entity tag,
+  in the statement that reads the row (``load_item(..., linkage=True)``, below).
 
 Row visibility (``visible=`` of a resource) is added to every statement that reads that type:
 lists, counts, includes, related reads, linkage reads and (in ``filtering``) the EXISTS of dotted filters.
@@ -21,6 +23,7 @@ from typing import Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy.engine.result import result_tuple
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
@@ -30,6 +33,7 @@ from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
 from .stats import load_stats
+from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
 
 __all__ = ["Loaded", "count_of", "load_linkage", "load_metas", "load_stored", "load_stored_many"]
 
@@ -177,23 +181,44 @@ def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns
             dialect_name(request) if plan.filters else None)
 
 
-def load_item(request: Request, definition: Any, resource_id: Any, *, record: bool = False) -> Any:
+def load_item(request: Request, definition: Any, resource_id: Any, *, record: bool = False, linkage: bool = False) -> Any:
     """The row of ``definition`` with id ``resource_id`` if the caller may see it, else None:
     with ``record`` and a type read as records, its record of ``item_columns`` (Core, on the
-    request's connection), else the mapped instance (through ``request.dbsession``)."""
+    request's connection), else the mapped instance (through ``request.dbsession``).
+
+    ``linkage``: read the linkage part of its tag in the same statement
+    (``linkage_columns``) and return ``(value, linkage bytes)`` (``(None, None)``
+    when there is no such row)."""
     columns = definition.item_columns if record else None
+    with_linkage = linkage and len(definition.relationships) > 0
 
     def build() -> Any:
         model = definition.model
-        statement = select(*(columns if columns is not None else (model,)))
-        statement = statement.where(getattr(model, definition.id_attribute) == bindparam("jsonapi_id"))
+        selected = columns if columns is not None else (model,)
+        if with_linkage:
+            selected = (*selected, *linkage_columns(request, definition))
+        statement = select(*selected)
+        statement = statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
         criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("item", definition, columns is not None), build)
+    key = ("item", definition, columns is not None, dialect_name(request) if with_linkage else None)
+    statement = get_registry(request).statements.get(request, key, build)
+    parameters = {LINKAGE_PARAMETER: resource_id}
+    if not with_linkage:
+        if columns is not None:
+            value = execute(request, statement, parameters).first()
+        else:
+            value = request.dbsession.scalars(statement, parameters).first()
+        return value if not linkage else (None, None) if value is None else (value, b"")
     if columns is not None:
-        return execute(request, statement, {"jsonapi_id": resource_id}).first()
-    return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
+        row = execute(request, statement, parameters).first()
+        if row is None:
+            return None, None
+        size = len(columns)  # the record of item_columns, then the linkage columns
+        return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])
+    row = request.dbsession.execute(statement, parameters).first()
+    return (None, None) if row is None else (row[0], linkage_bytes(row[1:]))
 
 
 def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:
@@ -340,7 +365,6 @@ def load_metas(request: Request, plan: QueryPlan, loaded: Loaded) -> None:
             loaded.metas[type_name] = definition.new_transformer(request).compute_metas(entities, fields)
 
 
-# -- metas ---------------------------------------------------------------------------------------
 
 def count_of(relationship_name: str) -> Any:
     """A batched meta method counting the visible members of a to-many relationship::

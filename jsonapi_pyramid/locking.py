@@ -5,8 +5,8 @@ Under READ COMMITTED two such requests at once would each read the old set and e
 difference to it, so the result could be a mix of both sets. The write check
 ``serialise_set_replaces`` (registered by ``config.include("jsonapi_pyramid")``, before any
 application check, so a check such as If-Match compares under the lock) takes the owning row's
-lock first (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite has one writer at a time anyway, and
-the statement runs there without the clause): the second request waits until the first commits,
+lock first (``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite, which has no row locks, a no-op
+``UPDATE`` of the row takes the database's write lock): the second request waits until the first commits,
 then reads the set the first left, so the final set is exactly one writer's. It applies to
 ``PATCH .../relationships/<to-many>`` and to a resource ``PATCH`` that sends a to-many
 relationship, in single requests and atomic operations alike.
@@ -17,19 +17,42 @@ from typing import Any
 
 from pyramid.config import Configurator
 from pyramid.request import Request
-from sqlalchemy import select
+from sqlalchemy import select, update
+
+from .connection import dialect_name
 
 __all__ = ["lock_owner", "serialise_set_replaces"]
 
+#: The rows this request has locked, as (table, key) (``lock_owner``: once each).
+_LOCKED = "jsonapi.locked_rows"
+
 
 def lock_owner(request: Request, definition: Any, entity: Any, *, expire: tuple[str, ...] = ()) -> None:
-    """Lock ``entity``'s row until the request's transaction ends, then forget the attributes
-    ``expire`` (relationship keys) so that they are read after the lock, not from before it."""
+    """Lock ``entity``'s row until the request's transaction ends (one statement, the first time
+    in a request), then forget the attributes ``expire`` (relationship keys) so that they are
+    read after the lock, not from before it.
+
+    PostgreSQL (and any database with row locks): ``SELECT <key> ... FOR UPDATE``. SQLite has no
+    row locks, and pysqlite opens its transaction only at the first write: a no-op ``UPDATE`` of
+    the row (its key and every column with an ``onupdate`` set to themselves, so no value
+    changes) takes the database's write lock; another writer waits for it (the busy timeout)
+    until this transaction ends. What is read after it (in a statement of its own: under READ
+    COMMITTED a statement that waited for a lock still reads other rows as they were when it
+    began) is what the last writer committed."""
     # The primary key's table column, not the mapped attribute: a polymorphic model would outer
     # join its subclasses' tables, and FOR UPDATE cannot lock the nullable side of an outer join.
     id_column = definition.id_column
     session = request.dbsession
-    session.execute(select(id_column).where(id_column == getattr(entity, definition.id_attribute)).with_for_update())
+    resource_id = getattr(entity, definition.id_attribute)
+    locked = request.__dict__.setdefault(_LOCKED, set())
+    if (id_column.table, resource_id) not in locked:
+        if dialect_name(request) == "sqlite":
+            table = id_column.table
+            unchanged = {id_column: id_column, **{c: c for c in table.columns if c.onupdate is not None}}
+            session.execute(update(table).where(id_column == resource_id).values(unchanged))
+        else:
+            session.execute(select(id_column).where(id_column == resource_id).with_for_update())
+        locked.add((id_column.table, resource_id))
     if expire:
         session.expire(entity, list(expire))
 

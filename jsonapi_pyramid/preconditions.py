@@ -7,15 +7,17 @@ registered with ``require_if_match=True``: then 428.
 
 The comparison and the write are one atomic step: the row is locked *before* its current state is
 read and compared, and the lock is held until the transaction ends, so of two writers holding the
-same tag the second one waits, then sees the first one's change and gets 412:
+same tag the second one waits, then sees the first one's change and gets 412. Two statements
+(``lock_row``):
 
-* PostgreSQL (and any database with row locks): ``SELECT ... FOR UPDATE`` of the row, which also
-  re-reads it (``Session.refresh(with_for_update=True)``);
-* SQLite has no row locks, and pysqlite opens its transaction only at the first write: a no-op
-  ``UPDATE`` of the row (its key and every column with an ``onupdate`` set to themselves, so no
-  value changes) takes the database's write lock first, then the row is re-read inside that
-  transaction. Another writer's ``UPDATE`` waits for the lock (the busy timeout) until this
-  transaction commits or rolls back.
+1. the lock (``locking.lock_owner``): PostgreSQL (and any database with row locks) ``SELECT
+   <key> ... FOR UPDATE``; SQLite, which has no row locks and whose driver opens its transaction
+   only at the first write, a no-op ``UPDATE`` of the row (its key and every column with an
+   ``onupdate`` set to themselves, so no value changes) that takes the database's write lock.
+   None when the request holds the lock already (a to-many replace takes it first);
+2. the re-read of the row and of the linkage of its relationships (the tag covers them: docs/etags.rst),
+   in a statement of its own: under READ COMMITTED a statement that waited for a lock sees the
+   locked row's new version but every other row (the linkage) as it was when the statement began.
 
 The check is the library's write check (``writes``: the first step of every write operation, for
 single requests and atomic operations alike): after authorization (a caller that may not write
@@ -27,12 +29,14 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import update
-from sqlalchemy.exc import InvalidRequestError
+from sqlalchemy import bindparam, select
 
 from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
 from .connection import dialect_name
+from .contract import get_registry
 from .errors import JsonApiError
+from .locking import lock_owner
+from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
 
 __all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
 
@@ -45,22 +49,24 @@ class PreconditionRequired(JsonApiError):
     status, title = 428, "Precondition Required"
 
 
-def lock_row(request: Request, definition: Any, entity: Any) -> bool:
-    """Lock ``entity``'s row until the transaction ends and re-read it (see the module's text).
-    False when the row is gone (a concurrent writer deleted it since traversal loaded it)."""
-    session = request.dbsession
-    try:
-        if dialect_name(request) == "sqlite":
-            table = definition.id_column.table
-            key = definition.id_column
-            unchanged = {key: key, **{column: column for column in table.columns if column.onupdate is not None}}
-            session.execute(update(table).where(key == getattr(entity, definition.id_attribute)).values(unchanged))
-            session.refresh(entity)
-        else:
-            session.refresh(entity, with_for_update=True)
-    except InvalidRequestError:  # "Could not refresh instance": no such row any more
-        return False
-    return True
+def lock_row(request: Request, definition: Any, entity: Any) -> bytes | None:
+    """Lock ``entity``'s row until the transaction ends (``locking.lock_owner``: one statement,
+    none when this request holds the lock already), then re-read it with the linkage part of its
+    tag (``tag_linkage.linkage_columns``) in one statement; returns that linkage, or None when the row
+    is gone (a concurrent writer deleted it since traversal loaded it). As ``Session.refresh``
+    would, the re-read overwrites the instance's columns and leaves its relationships to load
+    again, after the lock."""
+    lock_owner(request, definition, entity)
+
+    def build() -> Any:
+        statement = select(definition.model, *linkage_columns(request, definition))
+        return statement.where(getattr(definition.model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+
+    statement = get_registry(request).statements.get(request, ("reread", definition, dialect_name(request)), build)
+    resource_id = getattr(entity, definition.id_attribute)
+    request.dbsession.expire(entity)
+    row = request.dbsession.execute(statement, {LINKAGE_PARAMETER: resource_id}).first()
+    return None if row is None else linkage_bytes(row[1:])
 
 
 def check_if_match(request: Request, definition: Any, entity: Any) -> None:
@@ -84,12 +90,13 @@ def check_tag(request: Request, definition: Any, entity: Any, header: str, *, po
     not from the ``If-Match`` header."""
     tags = parse_entity_tags(header)
     where: dict[str, Any] = {"pointer": pointer} if pointer is not None else {"header": "If-Match"}
-    if not lock_row(request, definition, entity):
+    linkage = lock_row(request, definition, entity)
+    if linkage is None:
         # No current representation: the condition is false, even for "*" (RFC 9110 13.1.1).
         raise PreconditionFailed(f"The {definition.type} resource was deleted meanwhile.", **where)
     if tags == ANY:
         return
-    if not strong_match(tags, resource_etag(request, definition, entity)):
+    if not strong_match(tags, resource_etag(request, definition, entity, linkage)):
         raise PreconditionFailed(
             f"The {definition.type} resource changed since the ETag sent was given out: "
             "read it again and reapply the change.", **where)

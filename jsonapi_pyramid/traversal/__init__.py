@@ -115,10 +115,24 @@ class Collection(_Node):
         except (ValueError, TypeError):
             raise KeyError(key) from None
         request = self.request
-        value = load_item(request, definition, resource_id, record=request.method in READS)
+        if _plain_read(request, key):  # GET /api/<type>/<id>: its tag's linkage with the row
+            value, linkage = load_item(request, definition, resource_id, record=True, linkage=True)
+        else:
+            value, linkage = load_item(request, definition, resource_id, record=request.method in READS), None
         if value is None:
             raise KeyError(key)
-        return Item(self, value)
+        item = Item(self, value)
+        item.linkage = linkage
+        return item
+
+
+def _plain_read(request: Request, key: str) -> bool:
+    """Whether the request is ``GET``/``HEAD`` of this item itself without query parameters, with
+    ``ETag`` on: its tag covers the linkage of the item's relationships (``conditional.tag_item``),
+    read in the statement that reads the row. (A guess from the path's last segment: a wrong one
+    costs that statement's subqueries, or one statement when the view must read them itself.)"""
+    return (request.method in ("GET", "HEAD") and not request.query_string
+            and get_registry(request).settings["etags"] and request.path_info.rstrip("/").endswith("/" + key))
 
 
 class Item(_Node):
@@ -127,7 +141,10 @@ class Item(_Node):
     ``record``: its column values by attribute name; on a read of a type read as records, a
     record of ``item_columns`` (what the views and the ACLs need, one Core statement), else the
     mapped instance. ``entity``: the mapped instance, loaded on first use on a read (one more
-    statement, through ``request.dbsession``); the one traversal loaded otherwise."""
+    statement, through ``request.dbsession``); the one traversal loaded otherwise. ``linkage``:
+    the linkage part of its tag when traversal read it with the row (``_plain_read``), else None."""
+
+    linkage: bytes | None = None
 
     def __init__(self, parent: Collection, value: Any) -> None:
         self.__parent__ = parent

@@ -7,6 +7,7 @@ from typing import Any
 
 from pyramid.request import Request
 
+from ..conditional import tag_item
 from ..contract import get_registry
 from ..document import JSONAPI, api_base, linkage_document, page_document, resource_document
 from ..includes import load_document
@@ -46,10 +47,13 @@ def _varies(request: Request, document: Any) -> Any:
 
 def show(context: Any, request: Request) -> Any:
     """``GET /api/<type>/<id>`` (the row was loaded by traversal, through visibility: its record
-    on a read, ``traversal.Item``)."""
+    on a read, ``traversal.Item``). Without query parameters its ``ETag`` is the one ``If-Match``
+    compares: it covers the item's linkage too (``conditional.tag_item``)."""
     plan = parse_query(request, context.definition, collection=False)
     loaded = load_document(request, plan, Loaded.one(context.definition, context.record), plan.include_pages)
     document = resource_document(request, plan, loaded)
+    if not request.query_string:
+        tag_item(request, context)
     return _varies(request, document) if plan.include_pages else document
 
 

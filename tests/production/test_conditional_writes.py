@@ -5,10 +5,11 @@ and the article ends as the winner wrote it. Every request names one public host
 balancer: documents carry absolute links, so their ETags depend on it."""
 from __future__ import annotations
 
+import pytest
 from prodtools import call, make_account
-from test_concurrency import at_once
+from test_concurrency import at_once, linked_tags
 
-from jsonapi_blog.models import Article
+from jsonapi_blog.models import Article, Tag
 
 ROUNDS = 12
 HOST = {"Host": "blog.example"}
@@ -62,3 +63,33 @@ def test_an_update_and_a_delete_with_the_same_etag(servers, db):
         assert statuses in ([200, 412], [412, 204], [404, 204]), (round_, answers)
         exists = call("GET", servers[1].base + url, headers=headers)[0]
         assert exists == (200 if statuses[0] == 200 else 404)
+
+
+@pytest.mark.parametrize("method", ["PATCH", "POST"])
+def test_two_relationship_writers_with_the_same_etag_exactly_one_wins(servers, db, method):
+    """The article's tag covers its linkage (docs/etags.rst): two writers of its tags holding the
+    same tag, one on each process, each sending another tag at the same moment. Exactly one gets
+    200 (with the article's new tag in X-Resource-ETag, the one GET gives on either process), the
+    other 412, and the linkage is the winner's alone."""
+    author, headers = make_account(db, f"linkage-{method.lower()}@example.com")
+    headers = {**headers, **HOST}
+    article = Article(title="linked", body="b", status="published", user=author)
+    tags = [Tag(name=f"race-{method}-{i}") for i in range(2 * 6)]
+    db.add_all([article, *tags])
+    db.commit()
+    url = f"/api/articles/{article.id}"
+    for round_ in range(6):
+        pair = tags[2 * round_: 2 * round_ + 2]
+        before = linked_tags(db, article.id)
+        etag = call("GET", servers[0].base + url, headers=headers)[1]["etag"]
+        requests = [(method, f"{url}/relationships/tags", {"data": [{"type": "tags", "id": str(tag.id)}]},
+                     {**headers, "If-Match": etag}) for tag in pair]
+        answers = at_once(servers, requests)
+        statuses = sorted(status for status, _h, _b in answers)
+        assert statuses == [200, 412], (round_, [(s, b) for s, _h, b in answers])
+        winner = next(index for index, (status, _h, _b) in enumerate(answers) if status == 200)
+        db.expire_all()
+        expected = [pair[winner].id] if method == "PATCH" else sorted([*before, pair[winner].id])
+        assert linked_tags(db, article.id) == expected, round_
+        for server in servers:
+            assert call("GET", server.base + url, headers=headers)[1]["etag"] == answers[winner][1]["x-resource-etag"]

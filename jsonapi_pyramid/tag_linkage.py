@@ -1,0 +1,115 @@
+"""The linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst): SQL
+of the load stage, read with the item's row or on its own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pyramid.request import Request
+from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.orm import aliased
+
+from .connection import execute
+from .contract import get_registry
+from .idlists import dialect_of
+
+__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "read_linkage"]
+
+# -- the linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst) --
+#
+# The plain document of ``GET /api/<type>/<id>`` shows each relationship's links, not its linkage,
+# so the digest of its bytes alone does not change when a relationship does, and ``If-Match`` could
+# not tell two writers of a relationship apart. The tag therefore also covers the linkage of every
+# relationship of the type, as the caller would read it (``GET .../relationships/<name>``: the
+# related rows the caller may see): one scalar subquery per relationship, aggregating the related
+# rows' keys (and, for a polymorphic target, their discriminator) in key order into one text.
+#
+# The subqueries take the item's id as the bound parameter ``jsonapi_id`` and do not correlate with
+# the statement around them, so they are added to the statement that reads the row
+# (``load_item`` for a plain ``GET``, ``preconditions.lock_row`` for ``If-Match``): one
+# statement still, whatever the number of relationships or of related rows. After a write,
+# ``read_linkage`` reads them alone (one statement). The subqueries follow the relationship's join
+# (foreign key on either side, a secondary table, a custom ``primaryjoin``, self-reference) between
+# the type's alias (``ResourceDefinition.owner``) and an alias of the target.
+#
+# Order: PostgreSQL aggregates with ``string_agg(... ORDER BY ...)``; SQLite before 3.44 has no
+# ORDER BY inside an aggregate, so ``group_concat`` runs over a subquery ordered by the key (the
+# order SQLite aggregates such a subquery in).
+
+#: The bound parameter holding the item's id in the linkage subqueries (and in ``load_item``).
+LINKAGE_PARAMETER = "jsonapi_id"
+_LABEL = "jsonapi_linkage_"
+
+
+def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
+    """One labelled scalar subquery per relationship of ``definition`` (in declaration order):
+    the keys of the related rows the caller may see, in order, as one text (NULL for none).
+    Empty for a type without relationships. Call it inside a statement cache's ``build``: it
+    reads the targets' visibility."""
+    postgresql = dialect_of(request).name == "postgresql"
+    return tuple(_aggregate(request, definition, relationship, postgresql).label(f"{_LABEL}{index}")
+                 for index, relationship in enumerate(definition.relationships))
+
+
+def _aggregate(request: Request, definition: Any, relationship: Any, postgresql: bool) -> Any:
+    """The keys of the rows linked to the item through ``relationship`` that the caller may see,
+    in key order, as one text. The linked keys are found through the relationship's join between
+    aliases (``IN``), the target's visibility applied outside: SQLite, which plans without
+    statistics, would otherwise start from an index of the visibility's column (all published
+    articles) rather than from the link table's rows of this item."""
+    target = relationship.target_definition
+    key = getattr(target.model, target.id_attribute)
+    # what does not depend on the caller, built once (a visibility built per caller rebuilds the rest)
+    linked, element = get_registry(request).statements.get(
+        request, ("linked", definition, relationship.name), lambda: _linked(definition, relationship))
+    statement = select(element.label("member")).where(key.in_(linked))
+    criterion = target.visibility(request)
+    if criterion is not None:
+        statement = statement.where(criterion)
+    if postgresql:
+        separator: Any = literal_column("','")
+        return statement.with_only_columns(func.string_agg(element, aggregate_order_by(separator, key))) \
+            .correlate(None).scalar_subquery()
+    members = statement.order_by(key).subquery()
+    return select(func.group_concat(members.c.member, ",")).correlate(None).scalar_subquery()
+
+
+def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
+    """The keys linked to the item (``jsonapi_id``) through ``relationship``, between the type's
+    alias and an alias of the target; and the text of a target row's identifier: its key
+    (length-prefixed unless an integer: a text key may hold the separator) and, for a
+    polymorphic target, its discriminator."""
+    target = relationship.target_definition
+    owner = definition.owner
+    joined = aliased(target.model)
+    linked = (select(getattr(joined, target.id_attribute)).select_from(owner)
+              .join(getattr(owner, relationship.prop.key).of_type(joined))
+              .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
+    key = getattr(target.model, target.id_attribute)
+    element: Any = sql_cast(key, String)
+    if not isinstance(key.type, Integer):
+        element = sql_cast(func.length(element), String) + ":" + element
+    discriminator = inspect(target.model).polymorphic_on
+    if discriminator is not None:
+        element = sql_cast(discriminator, String) + "/" + element
+    return linked, element
+
+
+def linkage_bytes(values: Any) -> bytes:
+    """The linkage part of a tag from the values of ``linkage_columns`` (b"" when there are none)."""
+    values = tuple(values)
+    return orjson.dumps(values) if values else b""
+
+
+def read_linkage(request: Request, definition: Any, resource_id: Any) -> bytes:
+    """The linkage part of the tag of ``definition``'s row ``resource_id``, now (one statement;
+    none for a type without relationships)."""
+    if not definition.relationships:
+        return b""
+    statement = get_registry(request).statements.get(
+        request, ("linkage", definition, dialect_of(request).name),
+        lambda: select(*linkage_columns(request, definition)))
+    return linkage_bytes(execute(request, statement, {LINKAGE_PARAMETER: resource_id}).one())
