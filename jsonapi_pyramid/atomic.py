@@ -20,7 +20,7 @@ Each operation is its single request, run by the same code:
    replaces is a 400: custom operations are not part of atomic requests;
 3. **operation**: the view's write operation (``views.write.OPERATIONS``, module ``writes``):
    checks, validation, change, flush;
-4. **result**: a resource added or updated is read back (``loading.load_stored``) and built as
+4. **result**: a resource added or updated is read back (``stored.load_stored``) and built as
    ``GET`` of it would show it at that point of the transaction.
 
 Local ids: an ``add`` may give ``data.lid``; later operations name that resource by ``{type, lid}``
@@ -42,8 +42,8 @@ from .body import document as body_document
 from .contract import get_registry
 from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
-from .loading import load_stored
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
+from .stored import load_stored
 from .traversal import ApiRoot
 from .views import VIEWS
 from .views.write import OPERATIONS

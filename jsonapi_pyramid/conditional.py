@@ -32,9 +32,10 @@ from pyramid.request import Request
 from pyramid.response import Response
 
 from .document import DocumentBuilder
-from .loading import Loaded, load_stored
+from .loading import Loaded
 from .query import QueryPlan
 from .renderer import dumps
+from .stored import load_stored
 from .tag_linkage import read_linkage
 
 __all__ = [
@@ -113,7 +114,7 @@ def resource_etag(request: Request, definition: Any, entity: Any, linkage: bytes
     digest of that document's bytes and of the linkage of its relationships (``linkage``, as read
     with the row, or read now: one statement, none for a type without relationships). The
     document is built by the read's builder over ``entity``, the resource's row as loading read it
-    from the database (a record, or an instance read again: ``loading.load_stored`` after a write,
+    from the database (a record, or an instance read again: ``stored.load_stored`` after a write,
     the row ``preconditions`` re-reads under its lock), never over values a request assigned in memory."""
     builder = DocumentBuilder(request, QueryPlan())
     document = builder.single(Loaded.one(definition, entity))
@@ -141,29 +142,35 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
-def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None) -> str | None:
+def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None,
+              linkage: bytes | None = None) -> str | None:
     """Give the answer to a write on ``entity`` (or one of its relationships) the resource's new
     tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first; the
     tag is that of the row read back (``load_stored``), as the next GET reads it. ``document``:
     the answer's own document, built from the row read back (``stored``, when the caller has it);
     without query parameters, and with ``links.self`` the resource's own URL, it is the one a
     plain GET would answer (the same builder), so its bytes give the tag and it is not built a
-    second time."""
+    second time. ``linkage``: the linkage part of the tag, when read with ``stored``
+    (``stored.load_stored_tagged``)."""
     if not etags_enabled(request):
         return None
     request.dbsession.flush()
     if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
-        tag = etag_of(dumps(document), read_linkage(request, definition, getattr(entity, definition.id_attribute)))
+        if linkage is None:
+            linkage = read_linkage(request, definition, getattr(entity, definition.id_attribute))
+        tag = etag_of(dumps(document), linkage)
     else:
-        tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity))
+        tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity),
+                            linkage if stored is not None else None)
     request.response.headers[RESOURCE_ETAG] = tag
     return tag
 
 
-def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None) -> None:
-    """An answer whose data is ``entity`` (``document``, ``stored``: see ``tag_owner``): its new
-    tag in ``ETag`` and ``X-Resource-ETag``."""
-    tag = tag_owner(request, definition, entity, document, stored)
+def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None,
+               linkage: bytes | None = None) -> None:
+    """An answer whose data is ``entity`` (``document``, ``stored``, ``linkage``: see ``tag_owner``):
+    its new tag in ``ETag`` and ``X-Resource-ETag``."""
+    tag = tag_owner(request, definition, entity, document, stored, linkage)
     if tag is not None:
         request.response.headers["ETag"] = tag
 

@@ -8,7 +8,7 @@ number of statements. Loading runs every statement of an answer; building it (``
 * one for ``totalCount``, only when it is asked for;
 * one for ``stats[...]`` (one more with ``group``), only when they are asked for (``stats``);
 * one per requested meta field that runs SQL (``count_of``; ``load_metas`` runs the meta methods);
-* after a write, one for the rows written, read back as the database holds them (``load_stored``),
+* after a write, one for the rows written, read back as the database holds them (``stored``),
   so that a write answer is the document a ``GET`` would give.
 * for ``GET /api/<type>/<id>`` without query parameters, the linkage part of the item's entity tag,
   in the statement that reads the row (``load_item(..., linkage=True)``, below).
@@ -35,7 +35,7 @@ from .sorting import sort_keys
 from .stats import load_stats
 from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
 
-__all__ = ["Loaded", "count_of", "load_linkage", "load_metas", "load_stored", "load_stored_many"]
+__all__ = ["Loaded", "count_of", "load_linkage", "load_metas"]
 
 
 @dataclass
@@ -298,52 +298,6 @@ def load_linkage(request: Request, plan: QueryPlan, context: Any) -> Loaded:
         return Loaded(target, [] if value is None else [value])
     parent = (owner, relationship, getattr(context.record, owner.id_attribute))
     return load_linkage_page(request, target, plan, parent=parent)
-
-
-# -- after a write -------------------------------------------------------------------------------
-
-def load_stored(request: Request, definition: Any, entity: Any) -> Any:
-    """The row of ``entity`` (a mapped instance this request wrote) as the database holds it now,
-    read by the statement traversal reads an item with on a ``GET`` (``load_item``), without the
-    visibility rule (the caller was allowed to write it). The request's changes are flushed first.
-
-    A type read as records gets a record of ``item_columns``; for a type read as instances the
-    answer is ``entity`` itself, its column attributes overwritten by what was read
-    (``populate_existing``). Either way a value the database changed on the way in (a ``Numeric``
-    quantized to its scale, a default or ``onupdate`` it set) is the one shown, as ``GET`` shows it.
-    None when the row is gone."""
-    return load_stored_many(request, definition, [entity])[0]
-
-
-def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> list[Any]:
-    """``load_stored`` of several instances of ``definition``'s type (or its subtypes) in one
-    statement, in the order given."""
-    if not entities:
-        return []
-    request.dbsession.flush()
-    columns = definition.item_columns
-    many = len(entities) > 1
-    dialect = dialect_of(request)
-
-    def build() -> Any:
-        model = definition.model
-        id_column = getattr(model, definition.id_attribute)
-        statement = select(*(columns if columns is not None else (model,)))
-        return statement.where(ids_in(id_column, "jsonapi_ids", dialect) if many else id_column == bindparam("jsonapi_id"))
-
-    statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
-                                                     build)
-    keys = [getattr(entity, definition.id_attribute) for entity in entities]
-    parameters = ({"jsonapi_ids": bind_ids(definition.id_column, set(keys), dialect)} if many
-                  else {"jsonapi_id": keys[0]})
-    if columns is not None:
-        values = execute(request, statement, parameters).all()
-    else:
-        values = request.dbsession.scalars(statement, parameters, execution_options={"populate_existing": True}).all()
-    if not many:
-        return [values[0] if values else None]
-    found = {str(getattr(value, definition.id_attribute)): value for value in values}
-    return [found.get(str(key)) for key in keys]
 
 
 # -- metas ---------------------------------------------------------------------------------------

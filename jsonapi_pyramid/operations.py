@@ -51,10 +51,11 @@ from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
 from .errors import method_not_allowed_view
 from .includes import load_document
-from .loading import Loaded, load_stored, load_stored_many
+from .loading import Loaded
 from .preconditions import check_if_match
 from .query import parse_query
 from .security import Permission
+from .stored import load_stored, load_stored_many
 from .traversal import Collection, Item
 from .validation import resolve_identifiers
 
@@ -225,7 +226,7 @@ def _respond(request: Request, document: Any, status: int, headers: dict[Any, An
 
 def item(request: Request, entity: Any, *, status: int = 200, headers: dict[Any, Any] | None = None, linkage: Iterable[str] = ()) -> Any:
     """A document whose primary data is ``entity`` (``include`` and ``fields`` apply), read back
-    from the database first (``loading.load_stored``, after a flush), so that it shows what
+    from the database first (``stored.load_stored``, after a flush), so that it shows what
     ``GET`` of the resource shows. ``linkage``: relationships whose ``data`` is shown even when
     not included."""
     definition = _definition(request, entity)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import Integer, String, cast, func, inspect
+from sqlalchemy import Integer, String, case, cast, func, inspect
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.util import ClauseAdapter
@@ -34,6 +34,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 from .acl import check_restricted_path
 from .connection import dialect_name, execute
 from .errors import BadRequest
+from .schema import enum_choices
 from .stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
 
 __all__ = ["PROFILE", "StatsPlan", "apply_stats", "load_stats", "parse_stats"]
@@ -187,6 +188,21 @@ def _identifier(target: Any, values: Any) -> dict[str, str] | None:
     return {"type": shown.type, "id": shown.format_id(values[0])}
 
 
+def _ranked(field: Any, expression: Any) -> Any:
+    """What ``minimum`` and ``maximum`` compare: an enum by the position of its value in the
+    declaration (as ``sort`` and ``lt``/``gt`` order it, ``_from_ranked``), anything else as
+    ``_comparable``."""
+    if field.kind == "enum" and getattr(field.sql_type, "enums", None):
+        return case({value: index for index, value in enumerate(field.sql_type.enums)}, value=cast(expression, String))
+    return _comparable(field, expression)
+
+
+def _from_ranked(value: Any, kind: str, sql_type: Any) -> Any:
+    if kind == "enum" and value is not None and getattr(sql_type, "enums", None):
+        return list(enum_choices(sql_type))[int(value)]  # the declared value at that position, as shown
+    return _from_comparable(value, kind)
+
+
 def _comparable(field: Any, expression: Any) -> Any:
     """``expression`` as every backend compares it alike: an enum as its text (PostgreSQL orders
     a native enum by declaration), a boolean as 0/1, a UUID as its text (lower-case hex)."""
@@ -233,7 +249,7 @@ def _aggregates(definition: Any, plan: StatsPlan, dialect: str) -> tuple[list[An
                 readers.append((key, function, counted, None))
             elif function in ("minimum", "maximum"):
                 aggregate = func.min if function == "minimum" else func.max
-                readers.append((key, function, column(aggregate(_comparable(field, expression))), field.kind))
+                readers.append((key, function, column(aggregate(_ranked(field, expression))), (field.kind, field.sql_type)))
             else:
                 readers.append((key, function, summed, (field, dialect, counted if function == "average" else None)))
     return columns, readers
@@ -260,7 +276,7 @@ def _read(readers: Any, row: Any) -> dict[str, dict[str, Any]]:
         if function == "count":
             value = int(value)
         elif function in ("minimum", "maximum"):
-            value = _from_comparable(value, how)
+            value = _from_ranked(value, *how)
         else:
             field, dialect, counted = how
             total = _exact_sum(field, value, dialect)

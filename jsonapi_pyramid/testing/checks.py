@@ -254,7 +254,7 @@ def stats(kit: Any, definition: Any) -> None:
     assert answer["total"] == {"count": len(walked)}, f"{type_name}: {answer['total']} for {len(walked)} walked"
     for name, functions in offered.items():
         present = [value for item in walked if (value := item["attributes"].get(name)) is not None]
-        key = _order_key(definition.fields[name].kind)
+        key = _order_key(definition.fields[name].kind, definition.fields[name].sql_type)
         for function in functions:
             expected = len(present) if function == "count" else (min if function == "minimum" else max)(
                 present, key=key, default=None)
@@ -262,8 +262,11 @@ def stats(kit: Any, definition: Any) -> None:
                 f"{type_name}: {function} of {name} is {answer[name][function]!r}, the walk finds {expected!r}")
 
 
-def _order_key(kind: str) -> Any:
-    """How the values of an attribute of ``kind`` (``schema.column_kind``) compare, as shown."""
+def _order_key(kind: str, sql_type: Any = None) -> Any:
+    """How the values of an attribute of ``kind`` (``schema.column_kind``) compare, as shown: an
+    enumeration by its declaration."""
+    if kind == "enum" and getattr(sql_type, "enums", None):
+        return list(enum_choices(sql_type)).index
     if kind == "number":
         return lambda value: decimal.Decimal(str(value))
     if kind in ("datetime", "date", "time"):

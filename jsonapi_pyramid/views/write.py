@@ -1,6 +1,6 @@
 """Write views: one request, one write operation (``writes``). Each reads as the path of a request:
 parse (the plan, the body) -> check -> validate -> apply -> flush (the operation) -> load back
-(``loading.load_stored``: the rows as the database holds them, then ``includes.load_document``)
+(``stored.load_stored``: the rows as the database holds them, then ``includes.load_document``)
 -> build (``document``). So a write answer is the document a ``GET`` with the same parameters gives
 right after, byte for byte, and carries its ``ETag``.
 
@@ -19,8 +19,9 @@ from ..body import request_data
 from ..conditional import tag_answer, tag_body, tag_owner
 from ..document import linkage_document, resource_document
 from ..includes import load_document
-from ..loading import Loaded, load_linkage, load_stored
+from ..loading import Loaded, load_linkage
 from ..query import parse_query
+from ..stored import load_stored_tagged
 from ..writes import Write
 
 
@@ -28,13 +29,13 @@ def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
-    stored = load_stored(request, context.definition, entity)  # load back
+    stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
     document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url
     request.response.status_code = 201
     request.response.headers["Location"] = url
-    tag_answer(request, context.definition, entity, document, stored)
+    tag_answer(request, context.definition, entity, document, stored, linkage)
     return document
 
 
@@ -43,9 +44,9 @@ def update(context: Any, request: Request) -> Any:
     the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
-    stored = load_stored(request, context.definition, entity)  # load back
+    stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
     document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
-    tag_answer(request, context.definition, entity, document, stored)
+    tag_answer(request, context.definition, entity, document, stored, linkage)
     return document
 
 

@@ -81,8 +81,8 @@ def test_the_generator_refuses_bad_names_and_non_empty_folders(tmp_path, project
 
 def test_the_project_passes_its_own_tests(project, python):
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
-    # its own six tests, and the conformance kit's five cases for notes (crud, errors, filter, sort, pages)
-    assert re.search(r"\b11 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    # its own six tests, and the conformance kit's six cases for notes (crud, errors, filter, sort, pages, stats)
+    assert re.search(r"\b12 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
 
 
 def test_the_project_migrates_and_serves(project, python, tmp_path):
@@ -167,7 +167,7 @@ def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
     assert "No new upgrade operations detected" in _run([python, "-m", "alembic", "-c", "tutorial.ini", "check"],
                                                         cwd=project).stdout
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
-    assert re.search(r"\b21 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    assert re.search(r"\b23 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
     _run([python, "-m", "mypy"], cwd=project)
 
 

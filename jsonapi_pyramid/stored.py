@@ -1,0 +1,91 @@
+"""The load stage after a write: the rows a request wrote, read back as the database holds them,
+so that a write answer (a view's, a custom operation's, an atomic result) is the document a
+``GET`` gives right after, and its tag the one ``GET`` gives (``load_stored_tagged``: the row and
+the linkage part of its tag in one statement).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyramid.request import Request
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine.result import result_tuple
+
+from .connection import execute
+from .contract import get_registry
+from .idlists import bind_ids, dialect_of, ids_in
+from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
+
+__all__ = ["load_stored", "load_stored_many", "load_stored_tagged"]
+
+
+def load_stored(request: Request, definition: Any, entity: Any) -> Any:
+    """The row of ``entity`` (a mapped instance this request wrote) as the database holds it now,
+    read by the statement traversal reads an item with on a ``GET`` (``load_item``), without the
+    visibility rule (the caller was allowed to write it). The request's changes are flushed first.
+
+    A type read as records gets a record of ``item_columns``; for a type read as instances the
+    answer is ``entity`` itself, its column attributes overwritten by what was read
+    (``populate_existing``). Either way a value the database changed on the way in (a ``Numeric``
+    quantized to its scale, a default or ``onupdate`` it set) is the one shown, as ``GET`` shows it.
+    None when the row is gone."""
+    return load_stored_many(request, definition, [entity])[0]
+
+
+def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> list[Any]:
+    """``load_stored`` of several instances of ``definition``'s type (or its subtypes) in one
+    statement, in the order given."""
+    if not entities:
+        return []
+    request.dbsession.flush()
+    columns = definition.item_columns
+    many = len(entities) > 1
+    dialect = dialect_of(request)
+
+    def build() -> Any:
+        model = definition.model
+        id_column = getattr(model, definition.id_attribute)
+        statement = select(*(columns if columns is not None else (model,)))
+        return statement.where(ids_in(id_column, "jsonapi_ids", dialect) if many else id_column == bindparam("jsonapi_id"))
+
+    statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
+                                                     build)
+    keys = [getattr(entity, definition.id_attribute) for entity in entities]
+    parameters = ({"jsonapi_ids": bind_ids(definition.id_column, set(keys), dialect)} if many
+                  else {"jsonapi_id": keys[0]})
+    if columns is not None:
+        values = execute(request, statement, parameters).all()
+    else:
+        values = request.dbsession.scalars(statement, parameters, execution_options={"populate_existing": True}).all()
+    if not many:
+        return [values[0] if values else None]
+    found = {str(getattr(value, definition.id_attribute)): value for value in values}
+    return [found.get(str(key)) for key in keys]
+
+
+def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[Any, bytes | None]:
+    """``load_stored``, and the linkage part of the row's tag (``tag_linkage``) read in the same
+    statement when entity tags are on (``jsonapi.etags``; else None, and the plain statement)."""
+    if not get_registry(request).settings["etags"]:
+        return load_stored(request, definition, entity), None
+    if not definition.relationships:
+        return load_stored(request, definition, entity), b""
+    request.dbsession.flush()
+    columns = definition.item_columns
+
+    def build() -> Any:
+        model = definition.model
+        selected = columns if columns is not None else (model,)
+        statement = select(*selected, *linkage_columns(request, definition))
+        return statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+
+    statement = get_registry(request).statements.get(request, ("stored-tagged", definition, dialect_of(request).name), build)
+    parameters = {LINKAGE_PARAMETER: getattr(entity, definition.id_attribute)}
+    if columns is not None:
+        row = execute(request, statement, parameters).first()
+        if row is None:
+            return None, None
+        size = len(columns)  # the record of item_columns, then the linkage columns
+        return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])
+    row = request.dbsession.execute(statement, parameters, execution_options={"populate_existing": True}).first()
+    return (None, None) if row is None else (row[0], linkage_bytes(row[1:]))
