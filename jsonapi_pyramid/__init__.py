@@ -101,6 +101,8 @@ DEFAULTS = {
     # (a process that builds many applications, a test suite, would keep every discarded one's
     # cycles); the reference service's production.ini turns it on. DEVELOPMENT.md, "Settings".
     "gc_freeze": False,
+    # statements kept from one request to the next (schema.StatementCache), least recently used dropped first
+    "statement_cache_size": 512,
 }
 
 #: The order of the action that resolves every declaration (``ActionOrder``).

@@ -122,7 +122,7 @@ def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, c
                 .limit(bindparam("jsonapi_limit", type_=Integer)))
 
     return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
-                                                build), parameters
+                                                build, parameters), parameters
 
 
 def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, Any], Any]:
@@ -163,10 +163,11 @@ def load_item(request: Request, definition: Any, resource_id: Any, *, record: bo
         criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("item", definition, columns is not None), build)
+    parameters = {"jsonapi_id": resource_id}
+    statement = get_registry(request).statements.get(request, ("item", definition, columns is not None), build, parameters)
     if columns is not None:
-        return execute(request, statement, {"jsonapi_id": resource_id}).first()
-    return request.dbsession.scalars(statement, {"jsonapi_id": resource_id}).first()
+        return execute(request, statement, parameters).first()
+    return request.dbsession.scalars(statement, parameters).first()
 
 
 def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:
