@@ -110,8 +110,10 @@ def read_operations(request: Request) -> list[Any]:
 
 
 #: the JSON types of an operation's members other than ``op``
-_MEMBER_TYPES = {"ref": (dict, "an object"), "href": (str, "a string"), "meta": (dict, "an object"),
-                 "data": ((dict, list, type(None)), "an object, an array or null")}
+_MEMBER_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "ref": (dict, "an object"), "href": (str, "a string"), "meta": (dict, "an object"),
+    "data": ((dict, list, type(None)), "an object, an array or null"),
+}
 
 
 def _check_operation(operation: Any, pointer: str) -> None:

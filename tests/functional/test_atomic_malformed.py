@@ -108,7 +108,9 @@ def test_the_operations_the_cases_spoil_work_as_they_are(post_operations, blog, 
     assert post_operations(operation if isinstance(operation, list) else [operation]).status_int in (200, 204)
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+SCALARS = (st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+           | st.text(max_size=5))
+JSON = st.recursive(SCALARS,
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=6)
 MEMBER_NAMES = ["op", "ref", "href", "data", "meta", "type", "id", "lid", "relationship", "relationships",
