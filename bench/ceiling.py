@@ -42,6 +42,9 @@ PROFILE = "http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"
 CURSOR_MEDIA = f'{MEDIA}; profile="{PROFILE}"'
 OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 JSONAPI = {"version": "1.1"}
+#: members per parent of a to-many include without page[<path>][size]: the service's
+#: jsonapi.default_include_size, whose default is its default page size (bench/apps.py: 20)
+INCLUDE_SIZE = 20
 JSONAPI_CURSOR = {"version": "1.1", "profile": [PROFILE]}
 #: The reference service under bench/serve.py signs cursors with this secret too.
 CURSOR_SECRET = "bench-cursor-secret"
@@ -64,8 +67,11 @@ SQL = {
                       "COUNT(*) OVER (PARTITION BY c.article_id) AS total FROM comments c "
                       "WHERE c.article_id IN ({ids})) r JOIN comments c ON c.id = r.id "
                       "WHERE r.rank = 1 OR r.rank BETWEEN {p} AND {p} ORDER BY c.article_id, c.id",
-    "tags": "SELECT t.article_id, g.id, g.name FROM article_tags t JOIN tags g ON g.id = t.tag_id "
-            "WHERE t.article_id IN ({ids}) ORDER BY t.article_id, g.id",
+    "tags_paged": "SELECT r.article_id, g.id, g.name, r.total FROM (SELECT t.article_id AS article_id, "
+                  "t.tag_id AS tag_id, ROW_NUMBER() OVER (PARTITION BY t.article_id ORDER BY t.tag_id) AS rank, "
+                  "COUNT(*) OVER (PARTITION BY t.article_id) AS total FROM article_tags t "
+                  "WHERE t.article_id IN ({ids})) r JOIN tags g ON g.id = r.tag_id "
+                  "WHERE r.rank BETWEEN {p} AND {p} ORDER BY r.article_id, g.id",
     "token": "SELECT k.user_id FROM tokens k JOIN users u ON u.id = k.user_id "
              "WHERE k.secret_hash = {p} AND k.expires_at > {p} AND u.active",
     "insert": "INSERT INTO articles (title, body, status, user_id, created_at, updated_at) "
@@ -208,7 +214,10 @@ def paged_links(related, number, size, count):
 
 
 def includes(db, base, rows, include, comments_size=None):
-    """Linkage per article id and the included resources: one statement per include path."""
+    """Linkage per article id and the included resources: one statement per include path. A
+    to-many include is always paged: ``page[comments][size]``, else the service's default
+    include size (``jsonapi.default_include_size``: its default page size)."""
+    comments_size = comments_size or INCLUDE_SIZE
     ids = sorted(row[0] for row in rows)
     linkage = {row[0]: {} for row in rows}
     included = []
@@ -220,36 +229,32 @@ def includes(db, base, rows, include, comments_size=None):
     if "comments" in include or "comments.author" in include:
         with_author = "comments.author" in include
         members = {i: [] for i in ids}
-        if comments_size is None:
-            found = db.rows("comments", ids=ids) if ids else []
-            counts = None
-        else:
-            found, counts = [], {}
-            for row in (db.rows("comments_paged", (1, comments_size), ids=ids) if ids else ()):
-                counts[row[2]] = row[6]
-                found.append(row)
+        found, counts = [], {}
+        for row in (db.rows("comments_paged", (1, comments_size), ids=ids) if ids else ()):
+            counts[row[2]] = row[6]
+            found.append(row)
         for c in found:
             members[c[2]].append({"type": "comments", "id": str(c[0])})
             cl = {"author": None if c[3] is None else {"type": "users", "id": str(c[3])}} if with_author else None
             included.append(comment(db, base, c, cl))
         for i in ids:
-            if counts is None:
-                linkage[i]["comments"] = members[i]
-            else:
-                linkage[i]["comments"] = (paged_links(f"{base}articles/{i}/comments", 1, comments_size, counts.get(i, 0)),
-                                          counts.get(i, 0), members[i])
+            linkage[i]["comments"] = (paged_links(f"{base}articles/{i}/comments", 1, comments_size, counts.get(i, 0)),
+                                      counts.get(i, 0), members[i])
         if with_author:
             included += users_in_order(db, base, [c[3] for c in sorted(found) if c[3] is not None])
     if "tags" in include:
-        for row in rows:
-            linkage[row[0]]["tags"] = []
+        members, counts = {i: [] for i in ids}, {}
         seen = {}
-        for article_id, tag_id, name in (db.rows("tags", ids=ids) if ids else ()):
-            linkage[article_id]["tags"].append({"type": "tags", "id": str(tag_id)})
+        for article_id, tag_id, name, total in (db.rows("tags_paged", (1, INCLUDE_SIZE), ids=ids) if ids else ()):
+            members[article_id].append({"type": "tags", "id": str(tag_id)})
+            counts[article_id] = total
             if tag_id not in seen:
                 url = f"{base}tags/{tag_id}"
                 seen[tag_id] = {"type": "tags", "id": str(tag_id), "attributes": {"name": name},
                                 "relationships": rels(url, ("articles",)), "links": {"self": url}}
+        for i in ids:
+            linkage[i]["tags"] = (paged_links(f"{base}articles/{i}/tags", 1, INCLUDE_SIZE, counts.get(i, 0)),
+                                  counts.get(i, 0), members[i])
         included += seen.values()
     return linkage, included
 

@@ -246,10 +246,9 @@ def create_token(context, request, credentials) -> object:
     if user is None:
         verify_dummy(password)  # as long as a wrong password for a known e-mail
         _refuse(request, email, "Wrong email or password.")
-    if not verify_password(user.password_hash, password):
+    # an inactive account answers as a wrong password: a right one must not be confirmed
+    if not verify_password(user.password_hash, password) or not user.active:
         _refuse(request, email, "Wrong email or password.")
-    if not user.active:
-        _refuse(request, email, "This account is not active yet.")
     forget_failures(request, email)
     secret = secrets.token_urlsafe(32)
     ttl = request.registry.settings["blog.token_ttl"]

@@ -73,9 +73,10 @@ DEFAULTS = {
     "max_include_depth": 3,
     "max_include_paths": 10,
     "max_filters": 20,
-    # members per parent of a to-many include path without page[<path>][size]; 0: all of them
+    # members per parent of a to-many include path without page[<path>][size]; unset (0 here):
+    # default_page_size, at most max_include_size. Includes are never unbounded: 0 is refused.
     "default_include_size": 0,
-    # largest page[<path>][size] (and default_include_size)
+    # largest page[<path>][size] (and default_include_size); a request cannot lift it
     "max_include_size": 100,
     # levels of filter groups (and/or/not) and quantifiers (any/all/none) inside one another
     "max_filter_depth": 3,
@@ -106,6 +107,8 @@ DEFAULTS = {
     # (a process that builds many applications, a test suite, would keep every discarded one's
     # cycles); the reference service's production.ini turns it on. DEVELOPMENT.md, "Settings".
     "gc_freeze": False,
+    # statements kept from one request to the next (schema.StatementCache), least recently used dropped first
+    "statement_cache_size": 512,
 }
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
@@ -121,15 +124,19 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
                 parsed[key] = int(raw)
             except (TypeError, ValueError):
                 raise ConfigurationError(f"jsonapi.{key} must be an integer, not {raw!r}") from None
-            minimum = 0 if key == "default_include_size" else 1  # 0: no default include page
-            if parsed[key] < minimum:
-                raise ConfigurationError(f"jsonapi.{key} must be at least {minimum}")
+            if parsed[key] < 1 and (key != "default_include_size" or f"jsonapi.{key}" in settings):
+                hint = " (to-many includes are always paged; unset, it is jsonapi.default_page_size)" \
+                    if key == "default_include_size" else ""
+                raise ConfigurationError(f"jsonapi.{key} must be at least 1{hint}")
         else:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
-    if parsed["default_include_size"] > parsed["max_include_size"]:
-        raise ConfigurationError("jsonapi.default_include_size must not exceed jsonapi.max_include_size")
+    if not parsed["default_include_size"]:
+        parsed["default_include_size"] = min(parsed["default_page_size"], parsed["max_include_size"])
+    for bound in ("max_include_size", "max_page_size"):
+        if parsed["default_include_size"] > parsed[bound]:
+            raise ConfigurationError(f"jsonapi.default_include_size must not exceed jsonapi.{bound}")
     parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")

@@ -112,22 +112,63 @@ def read_operations(request: Request) -> list[Any]:
     return operations
 
 
+#: the JSON types of an operation's members other than ``op``
+_MEMBER_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "ref": (dict, "an object"), "href": (str, "a string"), "meta": (dict, "an object"),
+    "data": ((dict, list, type(None)), "an object, an array or null"),
+}
+
+
 def _check_operation(operation: Any, pointer: str) -> None:
+    """Every member of ``operation`` of its JSON type, before any is used (400 with a pointer)."""
     if not isinstance(operation, dict):
         raise BadRequest("An operation must be an object.", pointer=pointer)
     for name in operation:
         if name not in OPERATION_MEMBERS:
-            raise BadRequest(f"An operation has no member {name!r}.", pointer=f"{pointer}/{name}")
-    if operation.get("op") not in OPS:
+            raise BadRequest(f"An operation has no member {name!r}.", pointer=f"{pointer}/{_token(name)}")
+    op = operation.get("op")
+    if not isinstance(op, str) or op not in OPS:
         raise BadRequest("op must be 'add', 'update' or 'remove'.", pointer=f"{pointer}/op")
     if "ref" in operation and "href" in operation:
         raise BadRequest("An operation has ref or href, not both.", pointer=pointer)
-    if "href" in operation and not isinstance(operation["href"], str):
-        raise BadRequest("href must be a string.", pointer=f"{pointer}/href")
-    if "meta" in operation and not isinstance(operation["meta"], dict):
-        raise BadRequest("meta must be an object.", pointer=f"{pointer}/meta")
+    for name, (kinds, kind) in _MEMBER_TYPES.items():
+        if name in operation and not isinstance(operation[name], kinds):
+            raise BadRequest(f"{name} must be {kind}.", pointer=f"{pointer}/{name}")
     if "ref" in operation:
         _check_ref(operation["ref"], f"{pointer}/ref")
+    if "data" in operation:
+        _check_data(operation["data"], f"{pointer}/data")
+
+
+def _check_data(data: Any, pointer: str) -> None:
+    """``data``: a resource object or linkage; its ``type``, ``id`` and ``lid`` strings, and so in
+    the resource identifiers of its relationships."""
+    if isinstance(data, list):
+        for index, item in enumerate(data):
+            _check_identifier(item, f"{pointer}/{index}")
+        return
+    if data is None:
+        return
+    _check_names(data, pointer)
+    relationships = data.get("relationships")
+    if isinstance(relationships, dict):
+        for name, member in relationships.items():
+            if isinstance(member, dict) and isinstance(member.get("data"), (dict, list)):
+                linkage, at = member["data"], f"{pointer}/relationships/{_token(name)}/data"
+                for index, item in enumerate(linkage if isinstance(linkage, list) else [linkage]):
+                    _check_identifier(item, f"{at}/{index}" if isinstance(linkage, list) else at)
+
+
+def _check_identifier(identifier: Any, pointer: str) -> None:
+    if not isinstance(identifier, dict):
+        raise BadRequest("A resource identifier must be an object.", pointer=pointer)
+    _check_names(identifier, pointer)
+
+
+def _check_names(resource: dict[Any, Any], pointer: str) -> None:
+    for name in ("type", "id", "lid"):
+        if name in resource and not isinstance(resource[name], str):
+            raise BadRequest(f"{name} must be a string.", pointer=f"{pointer}/{name}")
 
 
 def _check_ref(ref: Any, pointer: str) -> None:

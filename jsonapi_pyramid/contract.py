@@ -258,7 +258,7 @@ class Registry:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         #: statements reused across requests (``schema.StatementCache``)
-        self.statements = StatementCache()
+        self.statements = StatementCache(settings["statement_cache_size"])
         #: colander schema (class or instance) -> (one instance, the pool of its bound trees; None
         #: when binding must run colander's bind) (``validation.envelope.bound_schema``)
         self.schemas: dict[Any, tuple[Any, list[Any] | None]] = {}

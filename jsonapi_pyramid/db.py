@@ -9,8 +9,9 @@ change which requests it manages): they get one Core connection, ``request.dbcon
 which the library runs its statements (``connection.py``), and whose database transaction is
 rolled back when the request ends; ``request.dbsession`` on a read is made only when something
 asks for it, bound to that connection (``read_session``). On a write ``request.dbconnection`` is
-the session's connection. An application that manages its own sessions just provides
-``request.dbsession`` itself (the library then runs its statements on that session's connection).
+the session's connection, and so it is in scripts (``is_http_read``, ``pshell_setup``). An
+application that manages its own sessions provides ``request.dbsession`` itself (the library then
+runs its statements on that session's connection).
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
 transaction each time):
@@ -43,6 +44,7 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -57,6 +59,7 @@ from sqlalchemy import engine_from_config, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
+from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
@@ -65,7 +68,7 @@ from .deadlines import bound_statement_time, engine_options, statement_timeout_m
 from .negotiation import bound_body
 from .traversal import Root
 
-__all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_transient_error"]
+__all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +247,14 @@ def writes_only(request: Request) -> bool:
     return request.method not in SAFE_METHODS
 
 
+def is_http_read(request: Request) -> bool:
+    """Whether ``request`` came over HTTP (pyramid_retry's policy marked it) and pyramid_tm leaves
+    it alone (``writes_only``): it reads on a connection of its own (``read_connection``). Others
+    have a session joined to ``request.tm``: writes, and what no server served (``bootstrap``,
+    ``pshell``, ``Request.blank``): ``with request.tm:`` commits, as in the cookiecutter's scripts."""
+    return "retry.attempt" in request.environ and not pyramid_tm.is_tm_active(request)
+
+
 def read_connection(request: Request) -> Any:
     """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
@@ -332,6 +343,19 @@ def _joined_session(session_factory: Any, transaction_manager: Any, request: Req
     return session_factory(info={"request": request, tm_join.TRANSACTION_MANAGER: transaction_manager})
 
 
+def pshell_setup(env: dict[str, Any]) -> Iterator[None]:
+    """``[pshell]`` / ``setup = jsonapi_pyramid.db.pshell_setup``: ``tm`` (begun) and ``dbsession``
+    in the shell; ``tm.commit()`` commits, what is uncommitted when the shell ends is rolled back."""
+    manager = env["request"].tm
+    manager.begin()
+    env["tm"], env["dbsession"] = manager, env["request"].dbsession
+    try:
+        yield
+    finally:
+        with contextlib.suppress(NoTransaction):  # none when the shell ended after a commit
+            manager.get().abort()
+
+
 def includeme(config: Configurator) -> None:
     settings = config.get_settings()
     settings["tm.manager_hook"] = "pyramid_tm.explicit_manager"
@@ -359,15 +383,15 @@ def includeme(config: Configurator) -> None:
         # Tests and tools may hand in their own session through the environ.
         session = request.environ.get("app.dbsession")
         if session is None:
-            if pyramid_tm.is_tm_active(request):
-                session = _joined_session(tm_session_factory, request.tm, request)
-            else:
+            if is_http_read(request):
                 session = read_session(session_factory, request)
+            else:
+                session = _joined_session(tm_session_factory, request.tm, request)
         return session
 
     def dbconnection(request: Request) -> Any:
-        # A write's is its session's (pyramid_tm's transaction); a read has one of its own.
-        if "app.dbsession" in request.environ or pyramid_tm.is_tm_active(request):
+        # An HTTP read has one of its own; any other request's is its session's (request.tm's).
+        if "app.dbsession" in request.environ or not is_http_read(request):
             return request.dbsession.connection()
         return read_connection(request)
 

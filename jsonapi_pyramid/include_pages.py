@@ -3,9 +3,9 @@ profile's ``[after]`` / ``[before]``.
 
 A to-many relationship on an include path carries at most ``size`` members per parent in a
 compound document (``page[comments][size]=3``; ``jsonapi.default_include_size`` when the request
-does not say, none by default). Its relationship object then has ``meta.count`` (how many members
-the caller may see) and pagination links to its related endpoint (``first``, ``prev``, ``next``,
-and ``last`` for page numbers).
+does not say: ``jsonapi.default_page_size`` unless set; never more than ``jsonapi.max_include_size``).
+Its relationship object has ``meta.count`` (how many members the caller may see) and pagination
+links to its related endpoint (``first``, ``prev``, ``next``, and ``last`` for page numbers).
 
 Cursors: members come in id order, so a position in a relationship is a member id, the same for
 every parent. ``page[<path>][after]=<cursor>`` keeps, per parent, the members after that id (and
@@ -185,7 +185,7 @@ def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any],
                   profile: bool = False) -> dict[str, IncludePage]:
     """Include path -> ``IncludePage`` of every to-many path of the include ``tree``: the
     request's ``page[<path>][size|number|after|before]`` (``values``: path -> {key: (parameter,
-    raw)}), else ``jsonapi.default_include_size`` when set. ``profile``: the request names the
+    raw)}), else ``jsonapi.default_include_size``. ``profile``: the request names the
     cursor profile (every paged path then gives cursors). A path that is not a to-many include
     path, a bad value or a cursor of another relationship is a 400 naming the parameter."""
     to_many = _to_many_paths(definition, tree, "")
@@ -204,12 +204,6 @@ def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any],
         if cursors and "number" in given:
             raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
                              parameter=given["number"][0])
-        if not size:
-            for key in ("number", *cursors):
-                if key in given:
-                    raise BadRequest(f"{given[key][0]!r} needs page[{path}][size] (no default include size is "
-                                     "set).", parameter=given[key][0])
-            continue
         codec = member_codec(settings["cursor_secret"], owner, name)
         decoded = {key: codec.decode(raw, parameter, 1)[0][0] for key, (parameter, raw) in cursors.items()}
         pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),

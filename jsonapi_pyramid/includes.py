@@ -111,15 +111,16 @@ def _include_pairs(request: Request, statements: Any, definition: Any, relations
     ``IncludePage``) each parent's ``Window`` (count, and where its page lies); one statement either way."""
     target = relationship.target_definition
     records = target.record_columns is not None
+    parameters = dict(parameters)  # with this node's visibility values
     if page is None:
         statement = statements.get(request, ("include", definition, relationship.name, dialect.name),
-                                   lambda: _include_statement(request, statements, definition, relationship, dialect))
+                                   lambda: _include_statement(request, statements, definition, relationship, dialect), parameters)
         if records:  # (*record columns, parent id)
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
         return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
     statement = statements.get(request, ("include paged", definition, relationship.name, page.shape, dialect.name), lambda: paged_statement(
-        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape))
-    parameters = {**parameters, **page_parameters(page)}
+        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape), parameters)
+    parameters.update(page_parameters(page))
     rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
     return page_members(rows, records, page)
 

@@ -153,7 +153,7 @@ def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, c
                 .limit(bindparam("jsonapi_limit", type_=Integer)))
 
     return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
-                                                build), parameters
+                                                build, parameters), parameters
 
 
 def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, Any], Any]:
@@ -203,8 +203,8 @@ def load_item(request: Request, definition: Any, resource_id: Any, *, record: bo
         return statement if criterion is None else statement.where(criterion)
 
     key = ("item", definition, columns is not None, dialect_name(request) if with_linkage else None)
-    statement = get_registry(request).statements.get(request, key, build)
     parameters = {LINKAGE_PARAMETER: resource_id}
+    statement = get_registry(request).statements.get(request, key, build, parameters)
     if not with_linkage:
         if columns is not None:
             value = execute(request, statement, parameters).first()

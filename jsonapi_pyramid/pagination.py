@@ -315,8 +315,8 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     page = plan.page
     statements = get_registry(request).statements
 
-    def cached(shape: Any, build: Any) -> Any:
-        return build() if key is None else statements.get(request, ("cursor", key, shape), build)
+    def cached(shape: Any, build: Any, values: Any = None) -> Any:
+        return build() if key is None else statements.get(request, ("cursor", key, shape), build, values)
 
     keys = cached(None, parts)[1]
     codec = CursorCodec(request.registry.jsonapi.settings["cursor_secret"], cursor_scope(request, plan))
@@ -329,8 +329,8 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
         base, kept = cached(None, parts)
         return _keyset_statement(base, kept, after, before, backwards)
 
-    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards), keyset)
     values = dict(parameters or {}, jsonapi_limit=page.size + 1)
+    statement = cached((_cursor_shape(after), _cursor_shape(before), backwards), keyset, values)
     for prefix, decoded in (("jsonapi_after", after), ("jsonapi_before", before)):
         if decoded is not None:
             values.update((f"{prefix}_{index}", value) for index, value in enumerate(decoded[0]) if value is not None)

@@ -62,10 +62,10 @@ def lock_row(request: Request, definition: Any, entity: Any) -> bytes | None:
         statement = select(definition.model, *linkage_columns(request, definition))
         return statement.where(getattr(definition.model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
 
-    statement = get_registry(request).statements.get(request, ("reread", definition, dialect_name(request)), build)
-    resource_id = getattr(entity, definition.id_attribute)
+    parameters = {LINKAGE_PARAMETER: getattr(entity, definition.id_attribute)}
+    statement = get_registry(request).statements.get(request, ("reread", definition, dialect_name(request)), build, parameters)
     request.dbsession.expire(entity)
-    row = request.dbsession.execute(statement, {LINKAGE_PARAMETER: resource_id}).first()
+    row = request.dbsession.execute(statement, parameters).first()
     return None if row is None else linkage_bytes(row[1:])
 
 

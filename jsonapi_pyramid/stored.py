@@ -48,11 +48,11 @@ def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> 
         statement = select(*(columns if columns is not None else (model,)))
         return statement.where(ids_in(id_column, "jsonapi_ids", dialect) if many else id_column == bindparam("jsonapi_id"))
 
-    statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
-                                                     build)
     keys = [getattr(entity, definition.id_attribute) for entity in entities]
     parameters = ({"jsonapi_ids": bind_ids(definition.id_column, set(keys), dialect)} if many
                   else {"jsonapi_id": keys[0]})
+    statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
+                                                     build, parameters)
     if columns is not None:
         values = execute(request, statement, parameters).all()
     else:
@@ -79,8 +79,9 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
         statement = select(*selected, *linkage_columns(request, definition))
         return statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
 
-    statement = get_registry(request).statements.get(request, ("stored-tagged", definition, dialect_of(request).name), build)
     parameters = {LINKAGE_PARAMETER: getattr(entity, definition.id_attribute)}
+    statement = get_registry(request).statements.get(request, ("stored-tagged", definition, dialect_of(request).name), build,
+                                                     parameters)
     if columns is not None:
         row = execute(request, statement, parameters).first()
         if row is None:

@@ -109,7 +109,8 @@ def read_linkage(request: Request, definition: Any, resource_id: Any) -> bytes:
     none for a type without relationships)."""
     if not definition.relationships:
         return b""
+    parameters = {LINKAGE_PARAMETER: resource_id}
     statement = get_registry(request).statements.get(
         request, ("linkage", definition, dialect_of(request).name),
-        lambda: select(*linkage_columns(request, definition)))
-    return linkage_bytes(execute(request, statement, {LINKAGE_PARAMETER: resource_id}).one())
+        lambda: select(*linkage_columns(request, definition)), parameters)
+    return linkage_bytes(execute(request, statement, parameters).one())

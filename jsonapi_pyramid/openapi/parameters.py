@@ -139,7 +139,7 @@ class ParametersMixin(BuilderState):
             self._param(f"page.{definition.type}.{path}.size", {
                 "name": f"page[{path}][size]", "in": "query", "required": False,
                 "description": f"At most this many `{path}` per parent in the compound document (default "
-                               f"{default or 'all'}, at most {maximum}); the relationship object then has `meta.count` "
+                               f"{default}, at most {maximum}); the relationship object then has `meta.count` "
                                "and pagination links to its related endpoint. Needs `include` to name the path.",
                 "schema": {"type": "integer", "minimum": 1, "maximum": maximum}}),
             self._param(f"page.{definition.type}.{path}.number", {

@@ -146,8 +146,9 @@ def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any
         criterion = target.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    statement = get_registry(request).statements.get(request, ("linkage-targets", target, dialect.name), build)
-    entities = request.dbsession.scalars(statement, {"jsonapi_ids": bind_ids(target.id_column, ids, dialect)})
+    parameters = {"jsonapi_ids": bind_ids(target.id_column, ids, dialect)}
+    statement = get_registry(request).statements.get(request, ("linkage-targets", target, dialect.name), build, parameters)
+    entities = request.dbsession.scalars(statement, parameters)
     return {getattr(entity, target.id_attribute): entity for entity in entities}
 
 

@@ -11,7 +11,7 @@ import pytest
 import webtest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from jsonapi_blog import main
 from jsonapi_blog.models import Article, Comment, User
@@ -109,7 +109,7 @@ def test_nested_paths_and_single_resources(api, db, shelf):
 
 @pytest.mark.parametrize("name,value", [
     ("page[comments][size]", "0"), ("page[comments][size]", "101"), ("page[comments][size]", "x"),
-    ("page[comments][number]", "1"),  # no size and no default size
+    ("page[comments][size]", "100000"),  # past jsonapi.max_include_size
     ("page[author][size]", "1"),  # to-one
     ("page[tags][size]", "1"),  # not on the include paths
     ("page[comments][after]", "x"),  # not a cursor
@@ -158,6 +158,53 @@ def test_default_include_size_setting(database_url, shelf):
     finally:
         app.registry["db.engine"].dispose()
 
+
+
+def test_an_include_is_bounded_without_any_page_parameter(api, db, blog, count_statements):
+    """Anonymous ``GET /api/articles/<id>?include=comments`` on an article with 1,000 comments:
+    one default page (jsonapi.default_include_size: the default page size, 20), its count, and
+    links to the rest, on the item and on a list; ``[number]`` alone pages with that size."""
+    article = blog["hello"]
+    now = dt.datetime(2026, 1, 1)
+    db.execute(insert(Comment), [{"body": "c", "article_id": article.id, "user_id": blog["bob"].id, "created_at": now}] * 1000)
+    db.commit()
+    total = len(visible_comments(db, article.id))
+    with count_statements() as statements:
+        document = api.get(f"/api/articles/{article.id}?include=comments").json
+    assert len(statements) == 2
+    comments = document["data"]["relationships"]["comments"]
+    assert len(comments["data"]) == 20 and comments["meta"] == {"count": total}
+    assert len(document["included"]) == 20
+    related = comments["links"]["related"]
+    assert comments["links"]["next"] == f"{related}?page[number]=2&page[size]=20"
+    listed = get(api, "/api/articles", {"include": "comments.author", "filter[id]": str(article.id)})
+    assert len(relationship(listed, article.id, "comments")["data"]) == 20
+    second = get(api, f"/api/articles/{article.id}", {"include": "comments", "page[comments][number]": "2"})
+    assert [int(i["id"]) for i in second["data"]["relationships"]["comments"]["data"]] == \
+        visible_comments(db, article.id)[20:40]
+
+
+@pytest.mark.parametrize("settings_,message", [
+    ({"jsonapi.default_include_size": "0"}, "at least 1"),  # includes are never unbounded
+    ({"jsonapi.default_include_size": "150", "jsonapi.max_include_size": "200"}, "jsonapi.max_page_size"),
+    ({"jsonapi.default_include_size": "50", "jsonapi.max_include_size": "40"}, "jsonapi.max_include_size"),
+])
+def test_include_size_settings_are_checked_at_start_up(database_url, settings_, message):
+    from pyramid.exceptions import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=message):
+        main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, **settings_})
+
+
+def test_the_default_include_size_follows_the_default_page_size(database_url, shelf):
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.default_page_size": "3"})
+    try:
+        assert app.registry.jsonapi.settings["default_include_size"] == 3
+        client = webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        document = client.get("/api/articles?include=comments&filter[title]=C2").json
+        assert len(document["data"][0]["relationships"]["comments"]["data"]) == 3
+    finally:
+        app.registry["db.engine"].dispose()
 
 
 # -- cursors: page[<path>][after|before] ---------------------------------------------------------------

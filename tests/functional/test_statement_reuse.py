@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
 from sqlalchemy import event
 
 from jsonapi_pyramid.schema import StatementCache, visibility_of
@@ -94,10 +95,11 @@ class _Request:
     pass
 
 
-def test_the_key_holds_every_criterion_the_build_read_and_the_cache_empties_when_full():
+def test_the_key_holds_every_criterion_the_build_read_and_the_least_recently_used_goes_when_full():
     cache = StatementCache(size=2)
     built = []
     own, target = _Definition(object()), _Definition(object())
+    request = None
 
     def build(name):
         def make():
@@ -111,19 +113,69 @@ def test_the_key_holds_every_criterion_the_build_read_and_the_cache_empties_when
     def get(name):
         return cache.get(request, ("page",), build(name))
 
-    request = _Request()
+    def caller(own_criterion, target_criterion):
+        nonlocal request
+        own.criterion, target.criterion, request = own_criterion, target_criterion, _Request()
+
+    mine, theirs, other = own.criterion, target.criterion, object()
+    caller(mine, theirs)
     assert get("a") == "a"
-    request = _Request()
+    caller(mine, theirs)
     assert get("never") == "a"  # the same criterion objects: the same statement
-    target.criterion = object()  # another caller sees other targets ...
-    request = _Request()
+    caller(mine, other)  # another caller sees other targets ...
     assert get("b") == "b"  # ... so the statement is not shared, though only the build read it
-    own.criterion = None
-    request = _Request()
-    assert get("c") == "c"  # full: emptied, then kept
-    request = _Request()
-    assert get("never") == "c"
-    assert built == ["a", "b", "c"]
+    caller(None, other)
+    assert get("c") == "c"  # full: "a" (the least recently used) goes, "b" stays
+    caller(mine, other)
+    assert get("never") == "b"
+    caller(mine, theirs)
+    assert get("a again") == "a again"  # "c" is the least recently used now: it goes
+    caller(mine, other)
+    assert get("never") == "b"
+    caller(None, other)
+    assert get("c again") == "c again"
+    assert built == ["a", "b", "c", "a again", "c again"]
+    assert len(cache) == 2
+
+
+def test_criteria_of_one_shape_share_a_statement_each_with_its_own_values_bound():
+    """``user_id == 1`` and ``user_id == 2``: one statement (built once), each caller's value in
+    the parameters; it holds required parameters, so it never runs with another caller's value."""
+    import pytest
+    from sqlalchemy import create_engine, or_, select
+    from sqlalchemy.exc import StatementError
+
+    from jsonapi_blog.models import Article, Base
+
+    cache, built = StatementCache(), []
+    own = _Definition(None)
+
+    def read(criterion):
+        nonlocal request
+        own.criterion, request = criterion, _Request()
+        parameters = {"jsonapi_id": 7}
+
+        def build():
+            built.append(criterion)
+            return select(Article.id).where(Article.id >= 0, visibility_of(request, own))
+
+        return cache.get(request, ("page",), build, parameters), parameters
+
+    request = None
+    first, one = read(or_(Article.status == "published", Article.user_id == 1))
+    second, two = read(or_(Article.status == "published", Article.user_id == 2))
+    third, three = read(Article.user_id.in_([1, 2]))  # another shape: its own statement
+    assert first is second and third is not first and len(built) == 2
+    assert sorted(map(str, one.values())) == ["1", "7", "published"]
+    assert sorted(map(str, two.values())) == ["2", "7", "published"]
+    assert list(three.values())[1:] == [[1, 2]]
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    with engine.connect() as connection:
+        assert connection.execute(first, two).all() == []
+        with pytest.raises(StatementError, match="required"):
+            connection.execute(first, {"jsonapi_id": 7})
+    engine.dispose()
 
 
 def test_filtered_pages_reuse_their_statement_with_other_values(api, blog, engine):
@@ -152,3 +204,77 @@ def test_isnull_true_and_false_are_different_statements(api, blog):
     without = api.get("/api/comments?filter[author][isnull]=true").json["data"]
     assert with_author and not ({c["id"] for c in with_author} & {c["id"] for c in without})
     assert api.get("/api/comments?filter[author][isnull]=false").json["data"] == with_author
+
+
+@pytest.fixture
+def small_cache_app(database_url, schema_validator):
+    """The reference service with a statement cache of ``jsonapi.statement_cache_size`` 8 entries,
+    behind a validating WebTest app."""
+    from jsonapi_blog import main
+    from tests.conftest import APP_SETTINGS, JsonApiTestApp
+
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.statement_cache_size": "8"})
+    client = JsonApiTestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+    client.validator = schema_validator
+    yield client
+    app.registry["db.engine"].dispose()
+
+
+def test_per_caller_visibility_shares_one_statement_with_each_callers_values_bound(api, db, engine, make_user, auth_headers):
+    """The blog's articles for a member: ``or_(published, user_id == <the caller>)``, a new criterion
+    per request. Statements are kept by the criterion's shape, each caller's id bound: after the
+    first two callers, 5 members x 10 requests build nothing and add no entry, and each member
+    still sees their own draft and no one else's."""
+    from jsonapi_blog.models import Article
+
+    members = [make_user(f"member{i}@example.com", name=f"Member {i}") for i in range(5)]
+    drafts = {}
+    for member in members:
+        draft = Article(title=f"Draft of {member.name}", body="b", status="draft", user_id=member.id)
+        db.add_all([draft, Article(title=f"Post of {member.name}", body="b", status="published", user_id=member.id)])
+        db.commit()
+        drafts[member.id] = str(draft.id)
+    headers = {member.id: auth_headers(member) for member in members}
+    cache = api.app.registry.jsonapi.statements
+
+    def read(member):
+        ids = [a["id"] for a in api.get("/api/articles?include=comments&page[size]=20", headers=headers[member.id]).json["data"]]
+        assert drafts[member.id] in ids and not (set(drafts.values()) - {drafts[member.id]}) & set(ids)
+        assert api.get(f"/api/articles/{drafts[member.id]}", headers=headers[member.id]).json["data"]["id"] == drafts[member.id]
+        other = next(m for m in members if m is not member)
+        api.get(f"/api/articles/{drafts[other.id]}", headers=headers[member.id], status=404)
+
+    for member in members[:2]:  # the first callers of each shape
+        read(member)
+    entries, hits, misses = len(cache), cache.hits, cache.misses
+    with executed(engine) as statements:
+        for _ in range(10):
+            for member in members:
+                read(member)
+    assert len(cache) == entries  # was 2 more per request
+    # page, include, item (twice: seen, and 404), each one statement object for every member
+    reused = [s for s in statements if "articles" in str(s)]
+    assert len(reused) >= 5 * 10 * 3 and len({id(s) for s in reused}) <= 3
+    assert cache.misses == misses and cache.hits - hits >= 5 * 10 * 3  # every lookup a hit, none built
+
+
+def test_the_cache_is_bounded_and_evicts_the_least_recently_used(small_cache_app, db):
+    """At ``jsonapi.statement_cache_size`` entries the least recently used one goes, never the
+    whole cache: a hot anonymous read keeps its statement while 20 other query shapes come and go."""
+    hot = "/api/articles?page[size]=5"
+    cache = small_cache_app.app.registry.jsonapi.statements
+    engine = small_cache_app.app.registry["db.engine"]
+    small_cache_app.get(hot)
+    with executed(engine) as first:
+        small_cache_app.get(hot)
+    hot_statement = first[0]
+    shapes = [f"/api/articles?sort={sign}{field}" for sign in ("", "-") for field in ("title", "createdAt", "updatedAt")]
+    shapes += [f"/api/articles?filter[{field}][{op}]=x" for field in ("title", "body") for op in ("eq", "contains", "startswith", "ne")]
+    shapes += ["/api/tags", "/api/users", "/api/comments", "/api/tags?sort=name", "/api/comments?sort=-createdAt", "/api/users?sort=name"]
+    for path in shapes:
+        small_cache_app.get(path)
+        assert len(cache) <= 8
+        with executed(engine) as again:
+            small_cache_app.get(hot)
+        assert again[0] is hot_statement  # still there: used more recently than the others
+    assert len(cache) == 8

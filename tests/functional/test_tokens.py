@@ -76,6 +76,23 @@ def test_wrong_password_and_unknown_email_answer_alike(api, blog):
     assert wrong["errors"][0]["detail"] == unknown["errors"][0]["detail"]
 
 
+def test_an_inactive_account_does_not_confirm_its_password(api, blog):
+    """The right password of a not-yet-active account answers exactly as a wrong one (and as an
+    unknown e-mail): same status, same document, same headers but the request's own id."""
+
+    def answer(email, password):
+        response = post(api, "/api/tokens", credentials(email, password), status=401)
+        document = response.json
+        for error in document["errors"]:
+            error.pop("id")  # each error's own id
+        headers = {k: v for k, v in response.headers.items() if k not in ("X-Request-Id", "Content-Length")}
+        return response.status, document, headers
+
+    right = answer("bob@example.com", "bob-password")  # bob is not active yet
+    assert right == answer("bob@example.com", "wrong-password")
+    assert right == answer("nobody@example.com", "bob-password")
+
+
 @pytest.mark.parametrize("document,pointers", [
     ({"data": {"type": "tokens", "attributes": {"email": "a@example.com"}}}, ["/data/attributes/password"]),
     ({"data": {"type": "users", "attributes": {"email": "a@example.com", "password": "x"}}}, ["/data/type"]),

@@ -18,5 +18,6 @@ def test_apply_request_extensions_gives_dbsession_tm_and_request_id(tmp_path):
     apply_request_extensions(request)
     assert request.request_id == "abc-1"
     assert isinstance(request.tm, transaction.TransactionManager)
-    assert request.dbsession.execute(text("SELECT 1")).scalar_one() == 1
+    with request.tm:  # no server served it: its session is joined to request.tm, as in a script
+        assert request.dbsession.execute(text("SELECT 1")).scalar_one() == 1
     app.registry["db.engine"].dispose()
