@@ -34,8 +34,12 @@ rendered: 409 for a constraint, 503 with ``Retry-After`` for an unavailable data
 
 ``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
 ``{"status": "ok", "database": "ok", "writable": true}`` when the database answers (``writable``:
-false when it is a read-only standby) and 503 otherwise, as ``application/json``, for load
-balancers and orchestrators. With ``db.read_url`` (``replicas.py``) it also reports ``replica``.
+false when it is a read-only standby) and 503 otherwise, as ``application/json``, for
+orchestrators and monitoring (readiness). With ``db.read_url`` (``replicas.py``) it also reports
+``replica``. ``GET /health/live`` (liveness, for load balancers) answers 200 ``{"status": "ok"}``
+without touching the database: a process is kept in service while the database is unreachable
+(during a failover every process shares that state, and reads may still be served by the
+replicas), and its answer is as fast as the process itself.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ import orjson
 import pyramid_tm
 import zope.sqlalchemy
 from pyramid.config import Configurator
+from pyramid.httpexceptions import HTTPNotFound
 from pyramid.request import Request
 from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
@@ -206,7 +211,12 @@ def _back_off(attempt: int) -> None:
 
 
 def health_view(request: Request) -> Any:
-    """``GET /health``: whether the database answers and takes writes (200 or 503), as plain JSON."""
+    """``GET /health``: whether the database answers and takes writes (200 or 503), as plain JSON;
+    ``GET /health/live``: that the process answers (200), without a statement."""
+    if request.subpath:
+        if request.subpath != ("live",):
+            raise HTTPNotFound()
+        return _health_response({"status": "ok"}, 200, {})
     writable = _writable(request.registry["db.engine"])
     body: dict[str, Any]
     if writable is None:
@@ -216,6 +226,10 @@ def health_view(request: Request) -> Any:
     read_engine = request.registry.get("db.read_engine")
     if read_engine is not None:
         body["replica"] = "unavailable" if _writable(read_engine) is None else "ok"
+    return _health_response(body, status, headers)
+
+
+def _health_response(body: dict[str, Any], status: int, headers: dict[str, str]) -> Response:
     response = Response(status=status, body=orjson.dumps(body), content_type="application/json", charset=None)
     response.headers.update(headers)
     response.cache_control = "no-store"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import time
 
 import psycopg.errors
 import pytest
@@ -59,6 +61,24 @@ def test_health_is_503_when_the_database_does_not_answer():
     assert response.content_type == "application/json"
     assert response.json == {"status": "unavailable", "database": "unavailable"}
     assert response.headers["Retry-After"] == "5"
+
+
+def test_liveness_answers_at_once_whatever_the_database_does(count_statements, api):
+    """A load balancer checks /health/live: a process whose database hangs (a failover: no node is
+    primary, a connect waits for its timeout) or refuses is still in service, and says so fast."""
+    with count_statements() as statements:
+        live = api.get("/health/live")
+    assert (live.status_int, live.json, live.content_type) == (200, {"status": "ok"}, "application/json")
+    assert live.headers["Cache-Control"] == "no-store" and statements == []
+    assert api.get("/health/other", expect_errors=True).status_int == 404
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers: connect hangs
+        url = f"postgresql+psycopg://postgres@127.0.0.1:{silent.getsockname()[1]}/none?connect_timeout=3"
+        for database in (url, UNREACHABLE_PG):
+            app = webtest.TestApp(main({}, **{"sqlalchemy.url": database, "sqlalchemy.pool_pre_ping": "true"}))
+            started = time.monotonic()
+            live = app.get("/health/live")
+            assert live.status_int == 200 and time.monotonic() - started < 0.5
 
 
 def test_health_only_answers_get_and_head(api):
