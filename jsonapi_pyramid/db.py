@@ -26,6 +26,10 @@ transaction each time):
   SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
   and repeating a create could apply it twice.
 
+A final answer stays final: when a request already failed for its own reasons (a 4xx: a failed
+precondition, a validation error) and the rollback after it fails too (the primary died
+meanwhile), that answer is given, not retried into a 503: nothing was changed.
+
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
 request waits a random few milliseconds before the next attempt, doubling with each attempt (at
 most 640 ms), so that requests that collided do not collide again. The last attempt's error is
@@ -57,6 +61,7 @@ from pyramid.httpexceptions import HTTPNotFound
 from pyramid.request import Request
 from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
+from pyramid.tweens import EXCVIEW
 from pyramid_retry import IRetryableError, is_error_retryable
 from sqlalchemy import engine_from_config, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -85,6 +90,7 @@ _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
 _FLUSHED = "jsonapi.flushed"
+_FINAL = "jsonapi.final_answer"
 
 
 def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
@@ -172,17 +178,50 @@ def transient_error_tween_factory(handler: Any, registry: Any) -> Any:
 
     def transient_error_tween(request: Request) -> Any:
         request.environ.pop(_COMMIT_STARTED, None)
+        request.environ.pop(_FINAL, None)
         try:
             response = handler(request)
         except Exception as exc:
+            final = _final_answer(request, exc)
+            if final is not None:
+                return final
             _mark(request, exc)
             raise
         rendered = getattr(request, "exception", None)
         if rendered is not None:
+            final = _final_answer(request, rendered)
+            if final is not None:
+                return final
             _mark(request, rendered)
         return response
 
     return transient_error_tween
+
+
+def final_answer_tween_factory(handler: Any, registry: Any) -> Any:
+    """Under pyramid_tm: keeps a rendered client error (4xx), the request's final answer, in case
+    the rollback that follows it fails (``transient_error_tween`` then gives it)."""
+
+    def final_answer_tween(request: Request) -> Any:
+        response = handler(request)
+        exc = getattr(request, "exception", None)
+        if exc is not None and 400 <= response.status_code < 500 and not is_transient_error(exc):
+            request.environ[_FINAL] = (response, exc, request.exc_info)
+        return response
+
+    return final_answer_tween
+
+
+def _final_answer(request: Request, exc: BaseException) -> Any:
+    """The kept client error when ``exc`` is a failure of the rollback after it, else None."""
+    kept = request.environ.pop(_FINAL, None)
+    if kept is None or kept[1] is exc:
+        return None
+    response, request.exception, request.exc_info = kept
+    log.warning("the rollback after a %s failed (%s): answered %s, not retried (request id %s)",
+                response.status_code, exc.__class__.__name__, response.status_code,
+                request.environ.get("jsonapi.request_id", "-"))
+    return response
 
 
 def _mark(request: Request, exc: Any) -> None:
@@ -356,6 +395,9 @@ def includeme(config: Configurator) -> None:
     config.include("pyramid_tm")
     config.include("pyramid_retry")
     config.add_tween("jsonapi_pyramid.db.transient_error_tween_factory", over="pyramid_tm.tm_tween_factory")
+    # A 4xx is final even when the rollback after it fails (a dying primary): kept under pyramid_tm.
+    config.add_tween("jsonapi_pyramid.db.final_answer_tween_factory", under="pyramid_tm.tm_tween_factory",
+                     over=EXCVIEW)
     engine = get_engine(settings)
     read_engine = replicas.read_engine(settings)
     if read_engine is not None:  # reads on replicas (replicas.py)
