@@ -101,6 +101,10 @@ DEFAULTS = {
     # (a process that builds many applications, a test suite, would keep every discarded one's
     # cycles); the reference service's production.ini turns it on. DEVELOPMENT.md, "Settings".
     "gc_freeze": False,
+    # Idempotency-Key on POST/PATCH/DELETE: a retried write is answered once (idempotency.py);
+    # needs the table of idempotency.metadata in the database. Keys expire after the TTL.
+    "idempotency": False,
+    "idempotency_ttl_seconds": 24 * 3600,
 }
 
 #: The order of the action that resolves every declaration (``ActionOrder``).
@@ -232,6 +236,9 @@ def includeme(config: Configurator) -> None:
     # Query parameter names checked for every method before traversal and views (400, no change).
     config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
                      under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
+    if registry.settings["idempotency"]:  # a retried keyed write answered once, in its transaction
+        config.add_tween("jsonapi_pyramid.idempotency.idempotency_tween_factory",
+                         under="jsonapi_pyramid.query.strict_parameters_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolve"), lambda: resolve(config.registry), order=RESOLVE_ORDER)
