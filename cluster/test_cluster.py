@@ -28,7 +28,7 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -115,6 +115,11 @@ def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine
     counters = own_articles(headers)
     apps_before = {name: ctl.pid_of(name) for name in ("app1", "app2")}
     old_leader = ctl.leader()
+    # A create acknowledged by the old primary, sent again with its key after the failover.
+    keyed_title = f"keyed across the failover {time.time_ns()}"
+    keyed = {**headers, "Idempotency-Key": f'"{keyed_title}"'}
+    status, _h, before = call("POST", API + "/articles", article(keyed_title), headers=keyed)
+    assert status == 201
 
     with Load(headers, counters, "failover") as load:
         time.sleep(3)
@@ -131,6 +136,13 @@ def test_failover_under_load_loses_no_acknowledged_write(headers, primary_engine
                            **judge_answers(load, killed_at, promoted_at)}
     assert {name: ctl.pid_of(name) for name in apps_before} == apps_before  # no process restarted
     FIGURES["writes"] = judge_writes(load, primary_engine)
+
+    status, answer_headers, again = call("POST", API + "/articles", article(keyed_title), headers=keyed)
+    assert (status, again, answer_headers.get("idempotent-replayed")) == (201, before, "true")
+    with primary_engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM articles WHERE title = :title"),
+                                  {"title": keyed_title}).scalar() == 1
+    FIGURES["failover"]["create_retried_with_its_key_after_the_kill"] = "replayed, applied once"
 
 
 def test_the_old_primary_rejoins_as_a_replica():

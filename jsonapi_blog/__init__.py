@@ -39,6 +39,8 @@ def main(global_config, **settings):
         settings["jsonapi.cors_origins"] = os.environ["JSONAPI_CORS_ORIGINS"]
     if os.environ.get("JSONAPI_ETAGS"):
         settings["jsonapi.etags"] = os.environ["JSONAPI_ETAGS"]
+    # Idempotency-Key on writes (its table is migration 0003); a deployment may turn it off.
+    settings.setdefault("jsonapi.idempotency", "true")
     with Configurator(settings=settings) as config:
         config.include("jsonapi_pyramid.db")  # engine, pyramid_tm, pyramid_retry, request.dbsession
         config.include("jsonapi_pyramid")  # traversal tree, views, JSON:API errors, negotiation

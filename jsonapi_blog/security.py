@@ -255,6 +255,8 @@ def create_token(context, request, credentials) -> object:
     token = Token(user=user, secret_hash=hash_secret(secret), expires_at=utcnow() + ttl)
     token.secret = secret
     request.dbsession.add(token)
+    # The secret: kept by no cache, and never stored with an Idempotency-Key (idempotency.py).
+    request.response.cache_control = "no-store"
     return created(request, token, linkage=("user",))
 
 

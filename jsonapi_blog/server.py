@@ -9,7 +9,7 @@ runner fills it from the command line's variables, or with 6543.
 request in flight is cut (its client sees the connection close without an answer). Here SIGTERM
 drains instead (DEVELOPMENT.md, "Deployment"):
 
-1. ``/health`` answers 503 ``{"status": "draining"}`` at once, so a load balancer that checks it
+1. ``/health`` and ``/health/live`` answer 503 ``{"status": "draining"}`` at once, so a load balancer that checks it
    takes the process out of service; requests still arriving are served as usual;
 2. after ``drain_grace`` seconds (default 2: a few of the balancer's check intervals) the
    listening socket is closed: new connections are refused, which a balancer retries on another
@@ -75,7 +75,7 @@ class Drain:
             log.warning("SIGTERM: draining (health answers 503; in flight: %d)", self.in_flight)
 
     def __call__(self, environ, start_response):
-        if self.since is not None and environ.get("PATH_INFO") == "/health":
+        if self.since is not None and environ.get("PATH_INFO") in ("/health", "/health/live"):
             start_response("503 Service Unavailable", [("Content-Type", "application/json"),
                                                        ("Retry-After", "5"), ("Cache-Control", "no-store")])
             return [b'{"status": "draining"}']

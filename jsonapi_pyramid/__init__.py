@@ -109,6 +109,10 @@ DEFAULTS = {
     "gc_freeze": False,
     # statements kept from one request to the next (schema.StatementCache), least recently used dropped first
     "statement_cache_size": 512,
+    # Idempotency-Key on POST/PATCH/DELETE: a retried write is answered once (idempotency.py);
+    # needs the table of idempotency.metadata in the database. Keys expire after the TTL.
+    "idempotency": False,
+    "idempotency_ttl_seconds": 24 * 3600,
 }
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
@@ -280,6 +284,9 @@ def includeme(config: Configurator) -> None:
     # Query parameter names checked for every method before traversal and views (400, no change).
     config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
                      under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
+    if registry.settings["idempotency"]:  # a retried keyed write answered once, in its transaction
+        config.add_tween("jsonapi_pyramid.idempotency.idempotency_tween_factory",
+                         under="jsonapi_pyramid.query.strict_parameters_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolved"), lambda: resolved(config.registry), order=ActionOrder.RESOLVED)

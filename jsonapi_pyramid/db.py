@@ -27,16 +27,17 @@ transaction each time):
   SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
   and repeating a create could apply it twice.
 
+A final answer stays final: when a request already failed for its own reasons (a 4xx: a failed
+precondition, a validation error) and the rollback after it fails too (the primary died
+meanwhile), that answer is given, not retried into a 503: nothing was changed.
+
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
 request waits a random few milliseconds before the next attempt, doubling with each attempt (at
 most 640 ms), so that requests that collided do not collide again. The last attempt's error is
 rendered: 409 for a constraint, 503 with ``Retry-After`` for an unavailable database
 (``errors.py``).
 
-``GET /health`` (outside the ``/api`` tree, no authentication) answers 200
-``{"status": "ok", "database": "ok", "writable": true}`` when the database answers (``writable``:
-false when it is a read-only standby) and 503 otherwise, as ``application/json``, for load
-balancers and orchestrators. With ``db.read_url`` (``replicas.py``) it also reports ``replica``.
+``GET /health`` and ``GET /health/live``: ``health.py``.
 """
 from __future__ import annotations
 
@@ -47,15 +48,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 import pyramid_tm
 import zope.sqlalchemy
 from pyramid.config import Configurator
 from pyramid.request import Request
-from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
+from pyramid.tweens import EXCVIEW
 from pyramid_retry import IRetryableError, is_error_retryable
-from sqlalchemy import engine_from_config, event, text
+from sqlalchemy import engine_from_config, event
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
@@ -65,6 +65,7 @@ from zope.interface import alsoProvides
 from . import replicas, tm_join
 from .connection import READS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
+from .health import health_view
 from .negotiation import bound_body
 from .traversal import Root
 
@@ -83,6 +84,7 @@ _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
 _FLUSHED = "jsonapi.flushed"
+_FINAL = "jsonapi.final_answer"
 
 
 def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
@@ -171,17 +173,50 @@ def transient_error_tween_factory(handler: Any, registry: Any) -> Any:
 
     def transient_error_tween(request: Request) -> Any:
         request.environ.pop(_COMMIT_STARTED, None)
+        request.environ.pop(_FINAL, None)
         try:
             response = handler(request)
         except Exception as exc:
+            final = _final_answer(request, exc)
+            if final is not None:
+                return final
             _mark(request, exc)
             raise
         rendered = getattr(request, "exception", None)
         if rendered is not None:
+            final = _final_answer(request, rendered)
+            if final is not None:
+                return final
             _mark(request, rendered)
         return response
 
     return transient_error_tween
+
+
+def final_answer_tween_factory(handler: Any, registry: Any) -> Any:
+    """Under pyramid_tm: keeps a rendered client error (4xx), the request's final answer, in case
+    the rollback that follows it fails (``transient_error_tween`` then gives it)."""
+
+    def final_answer_tween(request: Request) -> Any:
+        response = handler(request)
+        exc = getattr(request, "exception", None)
+        if exc is not None and 400 <= response.status_code < 500 and not is_transient_error(exc):
+            request.environ[_FINAL] = (response, exc, request.exc_info)
+        return response
+
+    return final_answer_tween
+
+
+def _final_answer(request: Request, exc: BaseException) -> Any:
+    """The kept client error when ``exc`` is a failure of the rollback after it, else None."""
+    kept = request.environ.pop(_FINAL, None)
+    if kept is None or kept[1] is exc:
+        return None
+    response, request.exception, request.exc_info = kept
+    log.warning("the rollback after a %s failed (%s): answered %s, not retried (request id %s)",
+                response.status_code, exc.__class__.__name__, response.status_code,
+                request.environ.get("jsonapi.request_id", "-"))
+    return response
 
 
 def _mark(request: Request, exc: Any) -> None:
@@ -207,34 +242,6 @@ def _back_off(attempt: int) -> None:
     # Requests that collided would collide again if all ran again at once: wait a random 0-10 ms
     # after the first attempt, 0-20 after the second, ... at most 0-640 ms.
     time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))
-
-
-def health_view(request: Request) -> Any:
-    """``GET /health``: whether the database answers and takes writes (200 or 503), as plain JSON."""
-    writable = _writable(request.registry["db.engine"])
-    body: dict[str, Any]
-    if writable is None:
-        body, status, headers = {"status": "unavailable", "database": "unavailable"}, 503, {"Retry-After": "5"}
-    else:
-        body, status, headers = {"status": "ok", "database": "ok", "writable": writable}, 200, {}
-    read_engine = request.registry.get("db.read_engine")
-    if read_engine is not None:
-        body["replica"] = "unavailable" if _writable(read_engine) is None else "ok"
-    response = Response(status=status, body=orjson.dumps(body), content_type="application/json", charset=None)
-    response.headers.update(headers)
-    response.cache_control = "no-store"
-    return response
-
-
-def _writable(engine: Any) -> bool | None:
-    """Whether ``engine``'s database takes writes; None when it does not answer. One statement."""
-    query = "SELECT NOT pg_is_in_recovery()" if engine.dialect.name == "postgresql" else "SELECT 1"
-    try:
-        with engine.connect() as connection:
-            return bool(connection.execute(text(query)).scalar())
-    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
-        log.warning("health check: database unavailable (%s): %s", engine.url.host, exc.__class__.__name__)
-        return None
 
 
 SAFE_METHODS = READS
@@ -367,6 +374,9 @@ def includeme(config: Configurator) -> None:
     config.include("pyramid_tm")
     config.include("pyramid_retry")
     config.add_tween("jsonapi_pyramid.db.transient_error_tween_factory", over="pyramid_tm.tm_tween_factory")
+    # A 4xx is final even when the rollback after it fails (a dying primary): kept under pyramid_tm.
+    config.add_tween("jsonapi_pyramid.db.final_answer_tween_factory", under="pyramid_tm.tm_tween_factory",
+                     over=EXCVIEW)
     engine = get_engine(settings)
     read_engine = replicas.read_engine(settings)
     if read_engine is not None:  # reads on replicas (replicas.py)

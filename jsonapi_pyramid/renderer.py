@@ -31,11 +31,11 @@ def dumps(document: Any) -> bytes:
 
 
 def _content_type(document: Any) -> str:
-    profiles = document.get("jsonapi", {}).get("profile") if isinstance(document, dict) else None
-    if profiles:
-        # JSON:API 1.1: the profiles applied to a document are named in the media type too.
-        return f'{MEDIA_TYPE}; profile="{" ".join(profiles)}"'
-    return MEDIA_TYPE
+    jsonapi = document.get("jsonapi", {}) if isinstance(document, dict) else {}
+    # JSON:API 1.1: the extensions and profiles applied to a document are named in the media type
+    # too (set by the view, so that what the tweens see, and keep, is the final header).
+    parameters = [f'{name}="{" ".join(jsonapi[name])}"' for name in ("ext", "profile") if jsonapi.get(name)]
+    return "; ".join([MEDIA_TYPE, *parameters])
 
 
 class JsonApiRenderer:

@@ -15,6 +15,11 @@ polling for at most ``db.read_wait`` seconds (default 0.5), and otherwise on the
 without a position, or whose replica cannot be reached, is served as it comes: on the replica,
 or on the primary when no replica answers.
 
+When the position cannot be read after a commit (the primary died right after it: the write is
+committed, on the synchronous standby too), the answer carries the position ``primary`` instead:
+a read that sends it back runs on the primary (the new one after a failover), so the client
+still reads its own write next.
+
 PostgreSQL only (the WAL functions); ``db.read_url`` left empty changes nothing.
 """
 from __future__ import annotations
@@ -31,12 +36,14 @@ from sqlalchemy.exc import DBAPIError
 from .connection import utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 
-__all__ = ["POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
+__all__ = ["ON_PRIMARY", "POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
 
 log = logging.getLogger(__name__)
 
 POSITION_HEADER = "X-Database-Position"
 POSITION_COOKIE = "jsonapi_db_position"
+#: The position of a write whose WAL position is unknown: read from the primary.
+ON_PRIMARY = "primary"
 #: Seconds the position cookie lives: far longer than any healthy replica's lag.
 POSITION_MAX_AGE = 60
 _LSN = re.compile(r"^[0-9A-F]{1,8}/[0-9A-F]{1,8}$")
@@ -63,8 +70,11 @@ def note_commit(session: Any) -> None:
 
 
 def requested_position(request: Request) -> str | None:
-    """The WAL position a read must see (header first, then cookie), when well-formed."""
+    """The WAL position a read must see (header first, then cookie), when well-formed:
+    an LSN, or ``ON_PRIMARY``."""
     value = request.headers.get(POSITION_HEADER) or request.cookies.get(POSITION_COOKIE)
+    if value and value.strip().lower() == ON_PRIMARY:
+        return ON_PRIMARY
     if value and _LSN.match(value.strip().upper()):
         return cast("str | None", value.strip().upper())
     return None
@@ -77,6 +87,8 @@ def read_connection(request: Request, read_engine: Any, wait: float) -> Any:
     ``wait`` seconds. The connection is returned with no transaction begun.
     """
     position = requested_position(request)
+    if position == ON_PRIMARY:
+        return None
     try:
         connection = read_engine.connect()
     except DBAPIError as exc:
@@ -114,11 +126,11 @@ def position_tween_factory(handler: Any, registry: Any) -> Any:
         request.environ.pop(_COMMITTED, None)
         response = handler(request)
         if request.environ.get(_COMMITTED) and response.status_code < 400:
-            position = _primary_position(engine)
-            if position is not None:
-                response.headers[POSITION_HEADER] = position
-                response.set_cookie(POSITION_COOKIE, position, max_age=POSITION_MAX_AGE, path="/",
-                                    httponly=True, samesite="Lax")
+            # Unknown (the primary failed after the commit): the client's next reads go to the primary.
+            position = _primary_position(engine) or ON_PRIMARY
+            response.headers[POSITION_HEADER] = position
+            response.set_cookie(POSITION_COOKIE, position, max_age=POSITION_MAX_AGE, path="/",
+                                httponly=True, samesite="Lax")
         return response
 
     return position_tween

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from jsonapi_blog import main, passwords
 from jsonapi_blog.initdb import migrate
 from jsonapi_blog.models import Base
+from jsonapi_pyramid import idempotency
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "jsonapi-1.1.schema.json"
@@ -183,6 +184,7 @@ def _empty_tables(engine) -> None:
     with engine.begin() as connection:
         for table in reversed(Base.metadata.sorted_tables):
             connection.execute(table.delete())
+        connection.execute(idempotency.table.delete())
 
 
 @pytest.fixture(scope="session")

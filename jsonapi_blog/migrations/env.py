@@ -11,9 +11,11 @@ from sqlalchemy import engine_from_config, pool
 
 from jsonapi_blog import database_url
 from jsonapi_blog.models import Base
+from jsonapi_pyramid import idempotency
 
 config = context.config
-target_metadata = Base.metadata
+#: The blog's tables and the library's Idempotency-Key table (jsonapi_pyramid.idempotency).
+target_metadata = [Base.metadata, idempotency.metadata]
 
 
 def _app_settings() -> dict:

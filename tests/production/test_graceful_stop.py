@@ -80,6 +80,8 @@ def test_sigterm_answers_the_requests_in_flight_then_exits(pg_url, db, tmp_path)
             server.process.send_signal(signal.SIGTERM)
             _status, _h, body = wait_until("/health to say draining", lambda: (h := health(server)) and h[0] == 503 and h)
             assert body == {"status": "draining"}
+            # the load balancer's liveness check too (cluster/layout.py checks /health/live)
+            assert call("GET", server.base + "/health/live", timeout=5)[:3:2] == (503, {"status": "draining"})
             assert server.process.poll() is None  # still running: requests are in flight
             served = call("GET", f"{server.base}/api/articles/{ids[0]}", timeout=30)  # arriving while draining
             assert served[0] == 200

@@ -59,6 +59,20 @@ def test_health_is_503_when_the_database_does_not_answer():
     assert response.content_type == "application/json"
     assert response.json == {"status": "unavailable", "database": "unavailable"}
     assert response.headers["Retry-After"] == "5"
+    live = app.get("/health/live")  # the process is alive all the same: a load balancer keeps it
+    assert (live.status_int, live.json) == (200, {"status": "ok"})
+
+
+def test_liveness_answers_at_once_whatever_the_database_does(count_statements, api):
+    """A load balancer checks /health/live: a process whose database is unreachable (a failover: no
+    node is primary) is still in service, and says so without a statement (the cluster proof
+    checks it while a connect waits for its timeout)."""
+    with count_statements() as statements:
+        live = api.get("/health/live")
+    assert (live.status_int, live.json, live.content_type) == (200, {"status": "ok"}, "application/json")
+    assert live.headers["Cache-Control"] == "no-store" and statements == []
+    assert api.get("/health/other", expect_errors=True).status_int == 404
+
 
 
 def test_health_only_answers_get_and_head(api):
@@ -311,3 +325,46 @@ def test_the_test_database_runs_at_the_isolation_asked_for(engine, backend):
     with engine.connect() as connection:
         level = connection.execute(text("SHOW transaction_isolation")).scalar()
     assert level == (os.environ.get("JSONAPI_TEST_ISOLATION") or "read committed")
+
+
+# -- a final answer stays final ------------------------------------------------------------------------
+
+def test_a_failed_precondition_stays_412_when_the_rollback_fails(database_url, db, caplog):
+    """A PATCH whose If-Match failed is final, also when the rollback after it cannot reach the
+    database (the primary died meanwhile): not retried into a 503 (issue 26, item 11)."""
+    from prodtools import make_account
+    from sqlalchemy import event
+
+    app = main({}, **{"blog.argon2_time_cost": "1", "blog.argon2_memory_cost": "64", "retry.attempts": "3",
+                      "sqlalchemy.url": database_url})
+    api = webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+    engine = app.registry["db.engine"]
+    _user, headers = make_account(db, "precondition@example.com")
+    headers = {**headers, "Content-Type": "application/vnd.api+json"}
+    created = api.post_json("/api/articles", {"data": {"type": "articles", "attributes": {"title": "one"}}},
+                            headers=headers)
+    url = f"/api/articles/{created.json['data']['id']}"
+    rollbacks = []
+
+    def lost(connection):  # the server is gone: the ROLLBACK about to be sent fails for real
+        rollbacks.append(1)
+        connection.connection.dbapi_connection.close()
+
+    event.listen(engine, "rollback", lost)
+    caplog.set_level(logging.INFO)
+    try:
+        answer = api.patch_json(url, {"data": {"type": "articles", "id": created.json["data"]["id"],
+                                               "attributes": {"title": "two"}}},
+                                headers={**headers, "If-Match": '"stale"'}, expect_errors=True)
+    finally:
+        event.remove(engine, "rollback", lost)
+    try:
+        assert answer.status_int == 412, answer.text
+        assert answer.json["errors"][0]["status"] == "412"
+        assert rollbacks  # the rollback did fail
+        (line,) = [r.getMessage() for r in caplog.records
+                   if r.name == "jsonapi_pyramid.access" and "PATCH" in r.getMessage()]
+        assert fields(line)["attempts"] == "1"
+        assert api.get(url, headers=headers).json["data"]["attributes"]["title"] == "one"
+    finally:
+        engine.dispose()

@@ -16,7 +16,7 @@ from test_operations import operational, probe_app
 
 from jsonapi_blog import main
 from jsonapi_pyramid.db import is_transient_error
-from jsonapi_pyramid.replicas import POSITION_COOKIE, POSITION_HEADER
+from jsonapi_pyramid.replicas import ON_PRIMARY, POSITION_COOKIE, POSITION_HEADER
 
 MEDIA_TYPE = "application/vnd.api+json"
 
@@ -112,3 +112,37 @@ def test_a_malformed_position_is_ignored_and_health_reports_the_replica(routed):
     assert not any("pg_last_wal_replay_lsn" in s for s in on_replica)
     health = routed.get("/health")
     assert health.json == {"status": "ok", "database": "ok", "writable": True, "replica": "ok"}
+
+
+def test_a_write_whose_position_cannot_be_read_sends_its_client_to_the_primary(routed, db):
+    """The primary fails between the commit and the position's query (a SIGKILL at that moment in
+    the cluster): the answer still tells the client where to read its write, ``primary``, and its
+    next read runs there instead of on a replica that may not have it yet."""
+    _user, headers = make_account(db, "unlucky@example.com")
+    registry = routed.app.registry
+    primary, replica = registry["db.engine"], registry["db.read_engine"]
+
+    def lose_the_position(conn, cursor, statement, parameters, context, executemany):
+        if "pg_current_wal_insert_lsn" in statement:
+            statement = "SELECT CAST(no_such_function() AS text)"  # a real database error
+        return statement, parameters
+
+    event.listen(primary, "before_cursor_execute", lose_the_position, retval=True)
+    try:
+        body = {"data": {"type": "articles", "attributes": {"title": "Unknown position", "status": "published"}}}
+        created = routed.post_json("/api/articles", body, headers={**headers, "Content-Type": MEDIA_TYPE})
+    finally:
+        event.remove(primary, "before_cursor_execute", lose_the_position)
+    assert created.status_int == 201
+    assert created.headers[POSITION_HEADER] == ON_PRIMARY
+    assert created.headers["Set-Cookie"].startswith(f"{POSITION_COOKIE}={ON_PRIMARY};")
+
+    url = f"/api/articles/{created.json['data']['id']}"
+    with statements_on(primary) as on_primary, statements_on(replica) as on_replica:
+        read = routed.get(url, headers={**headers, POSITION_HEADER: ON_PRIMARY})
+    assert read.json["data"]["attributes"]["title"] == "Unknown position"
+    assert on_primary and on_replica == []  # not even a wait for the replica
+    routed.cookiejar.clear()
+    with statements_on(primary) as on_primary, statements_on(replica) as on_replica:
+        routed.get(url, headers={**headers, "Cookie": f"{POSITION_COOKIE}={ON_PRIMARY}"})
+    assert on_primary and on_replica == []

@@ -1,0 +1,151 @@
+"""``Idempotency-Key`` on writes (jsonapi_pyramid.idempotency): a retried write is applied once
+and answered as the first time; the same key with another request is 422; a key still being
+answered is 409; keys expire. On every backend."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from sqlalchemy import func, select, text, update
+
+from jsonapi_blog.models import Article, Tag
+from jsonapi_pyramid import idempotency
+
+MEDIA_TYPE = "application/vnd.api+json"
+ATOMIC = 'application/vnd.api+json; ext="https://jsonapi.org/ext/atomic"'
+
+
+@pytest.fixture
+def alice(blog, auth_headers):
+    return {**auth_headers(blog["alice"]), "Content-Type": MEDIA_TYPE}
+
+
+def article(title: str) -> str:
+    return json.dumps({"data": {"type": "articles", "attributes": {"title": title, "status": "published"}}})
+
+
+def articles_titled(db, title: str) -> int:
+    db.expire_all()
+    return db.scalar(select(func.count()).select_from(Article).where(Article.title == title))
+
+
+def test_a_retried_create_is_applied_once_and_answered_as_the_first_time(api, db, alice, count_statements):
+    with count_statements() as plain:
+        api.post("/api/articles", article("plain"), headers=alice, status=201)
+    keyed = {**alice, "Idempotency-Key": '"create-1"'}
+    with count_statements() as first_statements:
+        first = api.post("/api/articles", article("once"), headers=keyed, status=201)
+    with count_statements() as replay_statements:
+        again = api.post("/api/articles", article("once"), headers=keyed, status=201)
+    assert again.body == first.body
+    assert again.headers["Location"] == first.headers["Location"]
+    assert again.headers["Content-Type"] == first.headers["Content-Type"] == MEDIA_TYPE
+    assert again.headers["ETag"] == first.headers["ETag"]
+    assert again.headers["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first.headers
+    assert articles_titled(db, "once") == 1
+    # The key costs one lookup and one insert; a replay is the caller's identity and the lookup.
+    assert len(first_statements) == len(plain) + 2, first_statements
+    assert len(replay_statements) == 2, replay_statements
+    assert not any("INSERT" in s or "UPDATE" in s for s in replay_statements)
+
+
+def test_the_same_key_with_another_body_is_422_and_changes_nothing(api, db, alice):
+    keyed = {**alice, "Idempotency-Key": '"create-2"'}
+    api.post("/api/articles", article("first"), headers=keyed, status=201)
+    error = api.post("/api/articles", article("second"), headers=keyed, status=422).json["errors"][0]
+    assert error["source"] == {"header": "Idempotency-Key"}
+    assert articles_titled(db, "second") == 0
+    # another URL is another request too
+    api.patch(f"/api/articles/{db.scalar(select(Article.id).where(Article.title == 'first'))}",
+              json.dumps({"data": {"type": "articles", "id": "1", "attributes": {}}}), headers=keyed, status=422)
+
+
+def test_keys_are_per_caller(api, db, blog, auth_headers):
+    bob_active = blog["admin"]  # another active account
+    for who in (blog["alice"], bob_active):
+        headers = {**auth_headers(who), "Content-Type": MEDIA_TYPE, "Idempotency-Key": '"shared-key"'}
+        created = api.post("/api/articles", article("per caller"), headers=headers, status=201)
+        assert "Idempotent-Replayed" not in created.headers
+    assert articles_titled(db, "per caller") == 2
+
+
+def test_an_error_is_not_kept_so_the_corrected_retry_runs(api, db, alice):
+    keyed = {**alice, "Idempotency-Key": "corrected"}  # a bare token is taken too
+    bad = json.dumps({"data": {"type": "articles", "attributes": {"status": "published"}}})  # no title
+    api.post("/api/articles", bad, headers=keyed, status=422)
+    api.post("/api/articles", article("corrected"), headers=keyed, status=201)
+    assert articles_titled(db, "corrected") == 1
+
+
+def long_ago(ttl: int) -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=ttl + 1)
+
+
+def test_a_key_expires_after_the_configured_time(api, db, alice):
+    keyed = {**alice, "Idempotency-Key": '"create-3"'}
+    api.post("/api/articles", article("expiring"), headers=keyed, status=201)
+    ttl = api.app.registry.jsonapi.settings["idempotency_ttl_seconds"]
+    db.execute(update(idempotency.table).values(created_at=long_ago(ttl)))
+    db.commit()
+    api.post("/api/articles", article("expiring"), headers=keyed, status=201)
+    assert articles_titled(db, "expiring") == 2
+    db.execute(update(idempotency.table).values(created_at=long_ago(ttl)))  # and a periodic job's purge
+    assert idempotency.purge_expired(db.connection(), ttl) == 1
+    db.commit()
+
+
+def test_a_retried_delete_and_patch_answer_as_the_first_time(api, db, alice):
+    created = api.post("/api/articles", article("to change"), headers=alice, status=201).json["data"]
+    url = f"/api/articles/{created['id']}"
+    patch = json.dumps({"data": {"type": "articles", "id": created["id"], "attributes": {"title": "changed"}}})
+    first = api.patch(url, patch, headers={**alice, "Idempotency-Key": '"patch-1"'}, status=200)
+    assert api.patch(url, patch, headers={**alice, "Idempotency-Key": '"patch-1"'}, status=200).body == first.body
+    api.delete(url, headers={**alice, "Idempotency-Key": '"delete-1"'}, status=204)
+    replayed = api.delete(url, headers={**alice, "Idempotency-Key": '"delete-1"'}, status=204)  # not 404
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    api.delete(url, headers=alice, status=404)  # without the key: it is gone
+
+
+def test_a_retried_atomic_request_is_applied_once(api, db, blog, auth_headers):
+    headers = {**auth_headers(blog["admin"]), "Content-Type": ATOMIC, "Accept": ATOMIC,
+               "Idempotency-Key": '"atomic-1"'}
+    body = json.dumps({"atomic:operations": [
+        {"op": "add", "data": {"type": "tags", "attributes": {"name": f"atomic-{n}"}}} for n in range(3)]})
+    first = api.post("/api/operations", body, headers=headers, status=200)
+    again = api.post("/api/operations", body, headers=headers, status=200)
+    assert again.body == first.body and again.headers["Content-Type"] == first.headers["Content-Type"]
+    db.expire_all()
+    assert db.scalar(select(func.count()).select_from(Tag).where(Tag.name.like("atomic-%"))) == 3
+
+
+def test_a_malformed_key_is_400(api, alice):
+    for value in ('"unterminated', '""', "a b", '"' + "x" * 256 + '"'):
+        error = api.post("/api/articles", article("never"), headers={**alice, "Idempotency-Key": value},
+                         status=400).json["errors"][0]
+        assert error["source"] == {"header": "Idempotency-Key"}
+
+
+def test_a_key_still_being_answered_is_409(api, db, alice, backend, blog):
+    """Another transaction holds the key (a concurrent duplicate in flight): 409, at once."""
+    if backend != "postgresql":
+        pytest.skip("SQLite runs one writer at a time: a duplicate waits, then is replayed")
+    caller = f"user:{blog['alice'].id}"
+    db.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": idempotency._lock_id(caller, "in-flight")})
+    error = api.post("/api/articles", article("in flight"), headers={**alice, "Idempotency-Key": '"in-flight"'},
+                     status=409)
+    db.commit()  # the lock is released
+    assert error.json["errors"][0]["source"] == {"header": "Idempotency-Key"}
+    assert error.headers["Retry-After"] == "1"
+    api.post("/api/articles", article("in flight"), headers={**alice, "Idempotency-Key": '"in-flight"'}, status=201)
+
+
+def test_a_secret_is_never_kept(api, db, blog):
+    """POST /api/tokens answers no-store: not stored, so a retry makes another token."""
+    headers = {"Content-Type": MEDIA_TYPE, "Idempotency-Key": '"login-1"'}
+    body = json.dumps({"data": {"type": "tokens", "attributes": {"email": "alice@example.com",
+                                                                 "password": "alice-password"}}})
+    first = api.post("/api/tokens", body, headers=headers, status=201)
+    second = api.post("/api/tokens", body, headers=headers, status=201)
+    assert first.json["data"]["attributes"]["token"] != second.json["data"]["attributes"]["token"]
+    assert db.scalar(select(func.count()).select_from(idempotency.table)) == 0
