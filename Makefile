@@ -92,11 +92,11 @@ dist: $(STAMP)
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/twine check --strict dist/*
 
-# The documentation site in docs/_build/html (offline, warnings are errors), then every example of
-# the chapters run by the doctest builder. `make test` builds both too (tests/distribution/test_docs.py).
+# The documentation site in docs/_build/html (offline, nitpicky: every reference resolves; warnings
+# are errors), then every example of the chapters run by the doctest builder. `make test` builds both too (tests/distribution/test_docs.py).
 docs: $(STAMP)
-	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
-	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
+	$(BIN)/sphinx-build -n -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/sphinx-build -n -W --keep-going -q -b doctest docs docs/_build/doctest
 
 # The lint and type gates (configured in pyproject.toml); `make test` runs them too
 # (tests/distribution/test_lint.py).

@@ -1,0 +1,73 @@
+"""The reference pages keep up with the code: every ``jsonapi.*`` setting of ``DEFAULTS`` is in
+docs/settings.rst, and every start-up ``ConfigurationError`` the library can raise is in the
+catalogue of docs/errors.rst (its message's literal words, or the
+opening words of a long one, found in the page as written there)."""
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from jsonapi_pyramid import DEFAULTS
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LIBRARY = ROOT / "jsonapi_pyramid"
+OPENING = 48  # characters of a message part the page must quote
+SHORTEST = 12  # literal parts shorter than this ("{name} must", ": ") say nothing alone
+
+
+def _page(name: str) -> str:
+    return " ".join((ROOT / "docs" / name).read_text().split())  # line breaks of the source do not count
+
+
+def _literal_parts(message: ast.expr) -> list[str]:
+    """The constant text of a message: an f-string's literal parts, a concatenation's pieces."""
+    if isinstance(message, ast.Constant) and isinstance(message.value, str):
+        return [message.value]
+    if isinstance(message, ast.JoinedStr):
+        return [part.value for part in message.values if isinstance(part, ast.Constant)]
+    if isinstance(message, ast.BinOp):
+        return _literal_parts(message.left) + _literal_parts(message.right)
+    return []  # a conditional or a call: its own words are checked where they are made
+
+
+def raise_sites() -> list[tuple[str, list[str]]]:
+    sites = []
+    for path in sorted(LIBRARY.rglob("*.py")):
+        if "scaffold" in path.parts:
+            continue  # the generated project's code, not the library's
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and node.args
+                    and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ConfigurationError"):
+                parts = [" ".join(part.split()).strip(" :;,.'\"") for part in _literal_parts(node.args[0])]
+                # a message of short pieces between names ("{a}.{b} links to {c}, not {d}"): its longest
+                kept = [p for p in parts if len(p) >= SHORTEST] or sorted(parts, key=len)[-1:]
+                sites.append((f"{path.relative_to(ROOT)}:{node.lineno}", kept))
+    return sites
+
+
+def test_every_setting_of_defaults_is_in_the_settings_page():
+    page = _page("settings.rst")
+    missing = [f"jsonapi.{key}" for key in DEFAULTS if f"``jsonapi.{key}``" not in page]
+    assert not missing, f"docs/settings.rst lacks {missing}"
+
+
+def test_the_settings_page_names_no_setting_the_library_does_not_read():
+    page = _page("settings.rst")
+    documented = set(re.findall(r"``jsonapi\.([a-z_]+)``", page))
+    read_elsewhere = {"statement_timeout_ms", "pool_timeout_seconds"}  # jsonapi_pyramid/deadlines.py
+    assert documented - set(DEFAULTS) - read_elsewhere == set()
+
+
+def test_the_raise_sites_are_found():
+    sites = raise_sites()
+    assert len(sites) > 30 and all(parts for _, parts in sites), [s for s in sites if not s[1]]
+
+
+@pytest.mark.parametrize(("site", "parts"), raise_sites(), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_configuration_error_is_in_the_catalogue(site, parts):
+    page = _page("errors.rst")
+    # a long message's opening words are enough (the page explains the rest in its own words)
+    assert any(part[:OPENING] in page for part in parts), f"{site}: none of {parts} is in docs/errors.rst"
