@@ -9,7 +9,7 @@ import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "examples"))
-# Pyramid 2.1 imports pkg_resources (README, "Dependencies"): not this documentation's concern.
+# Pyramid 2.1 imports pkg_resources (DEVELOPMENT.md, "Dependencies"): not this documentation's concern.
 warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)  # the chapters' shared models and test harness
 
 import jsonapi_pyramid  # noqa: E402  (after the path above)
