@@ -1,6 +1,7 @@
 """The reference pages keep up with the code: every ``jsonapi.*`` setting of ``DEFAULTS`` is in
-docs/settings.rst, and every start-up ``ConfigurationError`` the library can raise is in the
-catalogue of docs/errors.rst (its message's literal words, or the
+docs/settings.rst; every HTTP status and title the library answers, and every error ``code``, is
+in the table of docs/errors.rst; and every start-up ``ConfigurationError`` the library can raise is
+in its catalogue (its message's literal words, or the
 opening words of a long one, found in the page as written there)."""
 from __future__ import annotations
 
@@ -71,3 +72,32 @@ def test_every_configuration_error_is_in_the_catalogue(site, parts):
     page = _page("errors.rst")
     # a long message's opening words are enough (the page explains the rest in its own words)
     assert any(part[:OPENING] in page for part in parts), f"{site}: none of {parts} is in docs/errors.rst"
+
+
+def http_errors() -> set[tuple[int, str]]:
+    """(status, title) of every error the library can answer: ``status, title = ...`` of its
+    ``JsonApiError`` classes and the ``error_object(status, "Title", ...)`` calls of its views."""
+    found = set()
+    for path in sorted(LIBRARY.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
+                    and isinstance(node.targets[0], ast.Tuple)
+                    and [getattr(target, "id", None) for target in node.targets[0].elts] == ["status", "title"]):
+                status, title = (ast.literal_eval(element) for element in node.value.elts)
+                found.add((status, title))
+            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "error_object"
+                    and len(node.args) >= 2 and all(isinstance(arg, ast.Constant) for arg in node.args[:2])):
+                found.add((node.args[0].value, node.args[1].value))
+    return found
+
+
+def test_every_http_error_is_in_the_catalogue():
+    from jsonapi_pyramid.pagination import ERROR_TYPES
+
+    errors = http_errors()
+    assert len(errors) >= 14, errors
+    page = (ROOT / "docs" / "errors.rst").read_text()
+    rows = set(re.findall(r"^   \* - (\d{3})\n     - (.+)$", page, re.MULTILINE))
+    missing = {(status, title) for status, title in errors if (str(status), title) not in rows}
+    assert not missing, f"docs/errors.rst's table lacks {sorted(missing)}"
+    assert all(f"``{code}``" in page for code in ERROR_TYPES), "an error code is missing from docs/errors.rst"
