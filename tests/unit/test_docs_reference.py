@@ -101,3 +101,13 @@ def test_every_http_error_is_in_the_catalogue():
     missing = {(status, title) for status, title in errors if (str(status), title) not in rows}
     assert not missing, f"docs/errors.rst's table lacks {sorted(missing)}"
     assert all(f"``{code}``" in page for code in ERROR_TYPES), "an error code is missing from docs/errors.rst"
+
+
+def test_every_python_example_of_the_docs_runs():
+    """A Python example is a ``testcode`` block (run by the doctest builder) or a ``literalinclude``
+    of a file a test runs; a ``code-block:: python`` would never run (DEVELOPMENT.md, "Documentation
+    and lint")."""
+    unrun = [f"{page.name}:{number}" for page in sorted((ROOT / "docs").rglob("*.rst"))
+             for number, line in enumerate(page.read_text().splitlines(), 1)
+             if re.match(r"\s*\.\. (code-block|code|sourcecode):: (python|py|python3)\s*$", line)]
+    assert not unrun, f"never run: {unrun}"
