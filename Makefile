@@ -39,7 +39,7 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; DEVELOPMENT.md,
+# The PostgreSQL suite with every transaction SERIALIZABLE (as CockroachDB runs; docs/cluster.rst,
 # "Towards a distributed SQL engine"): serialization failures are retried, 3 attempts.
 test-serializable: $(STAMP)
 	JSONAPI_TEST_BACKENDS=postgresql JSONAPI_TEST_ISOLATION=serializable $(BIN)/pytest $(PYTEST_ARGS)
@@ -63,11 +63,11 @@ clean:
 # the reference service, the lean ceiling (bench/ceiling.py) and the floor (bench/floor.py) on
 # 127.0.0.1, checks the ceiling's documents, drives them with wrk (installed from the system's
 # packages if missing), counts calls in-process, runs N processes on PostgreSQL, writes
-# bench/RESULTS.md. BENCH_SCENARIOS, BENCH_DURATION, BENCH_PEER, ...: DEVELOPMENT.md, bench/run.py.
+# bench/RESULTS.md. BENCH_SCENARIOS, BENCH_DURATION, BENCH_PEER, ...: bench/README.md, bench/run.py.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# A PostgreSQL 15 cluster on this machine (DEVELOPMENT.md, "Deployment"): etcd, three Patroni nodes,
+# A PostgreSQL 15 cluster on this machine (docs/cluster.rst): etcd, three Patroni nodes,
 # HAProxy and two `pserve production.ini` processes, all on 127.0.0.1, data in $(CLUSTER_DIR)
 # (installs patroni, etcd-server, haproxy and postgresql-15 with apt-get when missing).
 CLUSTER_DIR ?= /tmp/jsonapi-cluster
@@ -92,11 +92,11 @@ dist: $(STAMP)
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/twine check --strict dist/*
 
-# The documentation site in docs/_build/html (offline, warnings are errors), then every example of
-# the chapters run by the doctest builder. `make test` builds both too (tests/distribution/test_docs.py).
+# The documentation site in docs/_build/html (offline, nitpicky: every reference resolves; warnings
+# are errors), then every example of the chapters run by the doctest builder. `make test` builds both too (tests/distribution/test_docs.py).
 docs: $(STAMP)
-	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
-	$(BIN)/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
+	$(BIN)/sphinx-build -n -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/sphinx-build -n -W --keep-going -q -b doctest docs docs/_build/doctest
 
 # The lint and type gates (configured in pyproject.toml); `make test` runs them too
 # (tests/distribution/test_lint.py).

@@ -14,7 +14,7 @@ Scenarios: S1 S2 S3 S4 S5 S6c (as bench/run.py: S5 is an authenticated create, S
 reached by following ``links.next`` 199 times). ``--top K`` lists the K functions called most per
 request (cProfile). ``--db PATH`` reuses a seeded SQLite file (default: seeds
 ``/tmp/jsonapi-overhead/seed.sqlite`` with ``--scale 10000`` (as ``make bench``) when missing). ``APP=ceiling`` runs
-bench/ceiling.py instead. Used for issue #18 (DEVELOPMENT.md, "Benchmarks").
+bench/ceiling.py instead. Used for issue #18 (bench/README.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Writes bench/RESULTS.md from one bench/run.py run (and bench/out/results.json with every run's
 figures). Everything above ``<!-- analysis -->`` is generated; what is below it in the existing
-file (the hand-written analysis) is kept. How to read it: DEVELOPMENT.md, "Benchmarks"."""
+file (the hand-written analysis) is kept. How to read it: bench/README.md."""
 from __future__ import annotations
 
 import json
@@ -56,7 +56,7 @@ def header(run: dict, info: dict) -> list[str]:
     return [
         "# Benchmark results",
         "",
-        "Written by `make bench` (bench/run.py, bench/report.py); how to read it: DEVELOPMENT.md, section Benchmarks.",
+        "Written by `make bench` (bench/run.py, bench/report.py); how to read it: bench/README.md.",
         "",
         f"- date: {run['date']}; commit: `{info['commit']}`; **total time of the run: {run['elapsed'] / 60:.1f} min**",
         f"- machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}; {info['wrk']}",

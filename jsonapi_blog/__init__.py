@@ -31,7 +31,7 @@ def main(global_config, **settings):
     that computes its own).
     """
     settings["sqlalchemy.url"] = database_url(settings)
-    if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (DEVELOPMENT.md, "Deployment")
+    if os.environ.get("DATABASE_READ_URL"):  # the replicas, for GET and HEAD (docs/deployment.rst)
         settings["db.read_url"] = os.environ["DATABASE_READ_URL"]
     if os.environ.get("JSONAPI_CURSOR_SECRET"):
         settings["jsonapi.cursor_secret"] = os.environ["JSONAPI_CURSOR_SECRET"]

@@ -7,7 +7,7 @@ runner fills it from the command line's variables, or with 6543.
 
 **SIGTERM.** Waitress itself installs no handler: SIGTERM ends the process at once and every
 request in flight is cut (its client sees the connection close without an answer). Here SIGTERM
-drains instead (DEVELOPMENT.md, "Deployment"):
+drains instead (docs/deployment.rst, docs/cluster.rst):
 
 1. ``/health`` and ``/health/live`` answer 503 ``{"status": "draining"}`` at once, so a load balancer that checks it
    takes the process out of service; requests still arriving are served as usual;

@@ -1,7 +1,8 @@
 """jsonapi_pyramid: JSON:API 1.1 resources for Pyramid applications over SQLAlchemy models.
 
 Turn it on with ``config.include("jsonapi_pyramid")``, then register each model with
-``config.add_jsonapi_resource(Model, ...)``. See README.md for a complete example.
+``config.add_jsonapi_resource(Model, ...)``. The documentation's quick start (docs/quickstart.rst)
+has a complete example.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ __all__ = [
     "includeme",
 ]
 
-#: Settings under ``jsonapi.`` with their defaults (DEVELOPMENT.md, "Settings").
+#: Settings under ``jsonapi.`` with their defaults (docs/settings.rst).
 DEFAULTS = {
     "root_name": "api",
     "default_page_size": 20,
@@ -97,15 +98,15 @@ DEFAULTS = {
     # Seconds a browser may keep a preflight's answer (Chromium keeps at most 7200).
     "cors_max_age": 600,
     # ETag on reads (and 304), and on write answers; False: none (a cache in front makes its own).
-    # If-Match on writes is honoured either way. DEVELOPMENT.md, "Conditional requests".
+    # If-Match on writes is honoured either way. docs/conditional.rst.
     "etags": True,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
-    # True: start anyway (the application enforces access some other way). DEVELOPMENT.md, "Security".
+    # True: start anyway (the application enforces access some other way). docs/security.rst.
     "allow_acl_without_policy": False,
     # gc.freeze() once the configuration is committed (make_wsgi_app): start-up's objects leave the cycle collector's
     # generations, so its full collections stop traversing them. Process-wide, hence off by default
     # (a process that builds many applications, a test suite, would keep every discarded one's
-    # cycles); the reference service's production.ini turns it on. DEVELOPMENT.md, "Settings".
+    # cycles); the reference service's production.ini turns it on. docs/settings.rst.
     "gc_freeze": False,
     # statements kept from one request to the next (schema.StatementCache), least recently used dropped first
     "statement_cache_size": 512,

@@ -133,7 +133,7 @@ class ParametersMixin(BuilderState):
 
     def _include_page_parameters(self, definition: Any, path: str) -> list[Any]:
         """``page[<path>][size]``, ``[number]``, ``[after]`` and ``[before]`` of a to-many include
-        path (DEVELOPMENT.md, "Paged, counted includes")."""
+        path (docs/querying.rst, paged includes)."""
         maximum, default = self.settings["max_include_size"], self.settings["default_include_size"]
         return [
             self._param(f"page.{definition.type}.{path}.size", {
@@ -157,7 +157,7 @@ class ParametersMixin(BuilderState):
 
     def _quantifier_parameters(self, definition: Any, path: str) -> list[Any]:
         """``filter[<path>][count][<op>]`` and ``filter[<path>][any|all|none][<field>]`` when
-        ``path`` ends in a to-many relationship (DEVELOPMENT.md, "Filter groups and quantifiers")."""
+        ``path`` ends in a to-many relationship (docs/querying.rst, filter groups and quantifiers)."""
         target, many = definition, False
         for part in path.split("."):
             relationship = target.relationships.get(part)

@@ -249,7 +249,7 @@ def test_filters_and_sorts_match_a_brute_force_evaluation(tree, terms, keys, neg
     document = get(tree, "/api/genres", parameters)
     terms = list({parameter(term)[0]: term for term in terms}.values())  # a repeated parameter: the last wins
 
-    # the terms under one filter[children][any] hold for the same child (DEVELOPMENT.md)
+    # the terms under one filter[children][any] hold for the same child (docs/querying.rst)
     same_child = [term for term in terms if term[0] in ("any", "grandchildren")]
     others = [term for term in terms if term not in same_child]
 

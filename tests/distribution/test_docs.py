@@ -20,7 +20,7 @@ DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 
 def _build(builder: str, tmp_path: pathlib.Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder,
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-n", "-W", "--keep-going", "-q", "-b", builder,
                              "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / builder)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,4 +1,4 @@
-"""Relationship writes and conditional requests (CONTRACT.md section 8; DEVELOPMENT.md, "Conditional
+"""Relationship writes and conditional requests (CONTRACT.md section 8; docs/conditional.rst, "Conditional
 requests and browser clients"): every write on ``/<type>/<id>/relationships/<name>`` compares
 ``If-Match`` with the owner's ``ETag``, and its answer carries
 

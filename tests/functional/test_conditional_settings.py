@@ -1,4 +1,4 @@
-"""``jsonapi.etags = false`` (DEVELOPMENT.md, "Conditional requests and browser clients"): no
+"""``jsonapi.etags = false`` (docs/conditional.rst): no
 ``ETag`` on reads or write answers, no 304, nothing of them in OpenAPI; ``If-Match`` still holds."""
 from __future__ import annotations
 

@@ -30,12 +30,12 @@ from jsonapi_blog.passwords import hash_password
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PSERVE = pathlib.Path(sys.executable).with_name("pserve")
 MEDIA_TYPE = "application/vnd.api+json"
-#: What an operator sets in every process's environment (DEVELOPMENT.md, "Deployment").
+#: What an operator sets in every process's environment (docs/deployment.rst).
 CURSOR_SECRET = "test-cursor-secret-shared-by-all-processes"
 
 
 #: ``retry.attempts`` of the servers under concurrent writers in ``make test-serializable``: 24
-#: clients changing one row at once at SERIALIZABLE fail all but one each round (DEVELOPMENT.md, "Towards
+#: clients changing one row at once at SERIALIZABLE fail all but one each round (docs/cluster.rst, "Towards
 #: a distributed SQL engine"); READ COMMITTED queues them on the row lock instead.
 SERIALIZABLE_ATTEMPTS = 30
 

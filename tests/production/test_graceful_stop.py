@@ -1,5 +1,5 @@
-"""SIGTERM drains a `pserve production.ini` process (jsonapi_blog/server.py; DEVELOPMENT.md,
-"Deployment"): requests in flight are answered, `/health` says "draining" meanwhile, and the
+"""SIGTERM drains a `pserve production.ini` process (jsonapi_blog/server.py; docs/cluster.rst,
+"SIGTERM drains"): requests in flight are answered, `/health` says "draining" meanwhile, and the
 process then exits by itself. The cluster proof (cluster/test_cluster.py) shows the same behind
 HAProxy; this one runs in `make test`, on PostgreSQL.
 
