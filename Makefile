@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): setup.py examples/setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools<81' wheel
-	$(BIN)/pip install --quiet -e '.[testing,postgresql,docs-ui]' -e './examples[dev]'
+	$(BIN)/pip install --quiet -e '.[testing,postgresql,docs-ui,observability]' -e './examples[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
