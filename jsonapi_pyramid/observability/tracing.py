@@ -9,9 +9,9 @@ application's, not the process-wide one: ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_
 
 The request's span is named ``<method> <route template>`` (``routes.py``), with the HTTP semantic
 conventions' attributes, and continues the caller's ``traceparent`` (the propagators of
-``OTEL_PROPAGATORS``, W3C trace context by default). The statements are timed by SQLAlchemy's
-engine events (``before_cursor_execute``/``after_cursor_execute``) on the application's engines,
-whichever connection of the request runs them; opentelemetry-instrumentation-sqlalchemy does the
+``OTEL_PROPAGATORS``, W3C trace context by default). The statements are timed around the cursor
+call by the dialect's execution events (``do_execute`` and its siblings) on the application's
+engines, whichever connection of the request runs them; opentelemetry-instrumentation-sqlalchemy does the
 same with the process-wide provider, which two applications in one process could not tell apart.
 """
 from __future__ import annotations
@@ -100,12 +100,13 @@ def detach(token: Any) -> None:
     otel_context.detach(token)
 
 
-def sql_span_start(tracer: Any, parent: Any, connection: Any, statement: str) -> Any:
-    """A child span of ``parent`` for one statement, named after its operation (``SELECT``)."""
+def sql_span_start(tracer: Any, parent: Any, context: Any, statement: str) -> Any:
+    """A child span of ``parent`` for one statement (``context``: SQLAlchemy's execution
+    context), named after its operation (``SELECT``)."""
     operation = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "SQL"
-    engine_url = connection.engine.url
+    engine_url = context.root_connection.engine.url
     attributes: dict[str, Any] = {
-        "db.system.name": connection.dialect.name,
+        "db.system.name": context.dialect.name,
         "db.operation.name": operation,
         "db.query.text": statement,
     }
