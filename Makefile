@@ -14,7 +14,7 @@ $(STAMP): setup.py examples/setup.py
 	@echo "Making $(VENV): the library, the reference service and the test tools (1-2 minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools<81' wheel
-	$(BIN)/pip install --progress-bar off -e '.[testing,postgresql,docs-ui]' -e './examples[dev]'
+	$(BIN)/pip install --progress-bar off -e '.[testing,postgresql,docs-ui,observability]' -e './examples[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -41,6 +41,9 @@ extras = {
     "docs-ui": ["swagger-ui-py>=25"],
     # What an application's own test suite needs to test its API (WebTest, the JSON:API schema check).
     "testing": ["pytest>=8", "WebTest>=3", "jsonschema>=4.20"],
+    # GET /metrics (Prometheus) and OpenTelemetry traces: jsonapi.metrics, OTEL_EXPORTER_OTLP_ENDPOINT.
+    "observability": ["prometheus_client>=0.20", "opentelemetry-api>=1.25", "opentelemetry-sdk>=1.25",
+                      "opentelemetry-exporter-otlp-proto-http>=1.25"],
 }
 
 setup(

@@ -26,7 +26,16 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scenarios import ETAG_SCENARIOS, MEDIA, SCENARIOS, Unavailable, WsgiClient, build, floor_request  # noqa: E402
+from scenarios import (  # noqa: E402
+    ETAG_SCENARIOS,
+    MEDIA,
+    METRICS_SCENARIOS,
+    SCENARIOS,
+    Unavailable,
+    WsgiClient,
+    build,
+    floor_request,
+)
 
 DEFAULT_APPS = "ours,ceiling,floor"
 
@@ -162,6 +171,8 @@ def run(url: str, apps: list[str], scenarios: list[str], profile_n: int = 20, ti
         for app in apps:
             if app == "ours-noetag" and scenario not in ETAG_SCENARIOS:
                 continue  # the ETag's cost is measured on S1-S4
+            if app in ("ours-nometrics", "ours-traced") and scenario not in METRICS_SCENARIOS:
+                continue  # the metrics' and traces' cost is measured on S1 and S5
             try:
                 wsgi, source = built[app]
                 client = WsgiClient(wsgi)

@@ -178,6 +178,30 @@ def etag_section(run: dict) -> list[str]:
             "|---|---|---|---|---|---|---|", *rows]
 
 
+def metrics_section(run: dict) -> list[str]:
+    results, calls = run["results"], run["calls"]
+    rows = []
+    for scenario in ("S1", "S5"):
+        for conns in run["connections"]:
+            off = rps_of(results, scenario, "ours-nometrics", conns)
+            for app, label in (("ours", "metrics"), ("ours-traced", "metrics + traces")):
+                on = rps_of(results, scenario, app, conns)
+                if on and off:
+                    cpu_on = calls.get((scenario, app), {}).get("cpu_us")
+                    cpu_off = calls.get((scenario, "ours-nometrics"), {}).get("cpu_us")
+                    cpu = f"{cpu_on:.0f} / {cpu_off:.0f} ({cpu_on / cpu_off - 1:+.1%})" if cpu_on and cpu_off else "—"
+                    rows.append(f"| {scenario} | {conns} | {label} | {on:.1f} | {off:.1f} | {on / off - 1:+.1%} | "
+                                f"{over_us(on, off)} | {cpu} |")
+    if not rows:
+        return []
+    return ["", "## Metrics and traces: S1 and S5 with and without", "",
+            "`ours` has `jsonapi.metrics = true` (as production.ini); `ours-nometrics` the same with it false; "
+            "`ours-traced` adds OpenTelemetry spans (request and statements) to a batch processor whose exporter "
+            "drops them. Measured in the same run, interleaved.", "",
+            "| scenario | conns | on | rps on | rps off | change | +us per request | CPU us in-process on / off |",
+            "|---|---|---|---|---|---|---|---|", *rows]
+
+
 def pair_section(run: dict, title: str, text: str, first: str, second: str) -> list[str]:
     results, calls = run["results"], run["calls"]
     rows = []
@@ -347,6 +371,7 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
     lines += [f"- **{key}** `{SCENARIOS[key]}`" for key in run["scenarios"]]
     lines += identity_section(run) + rps_section(run) + per_request_section(run) + profile_section(run)
     lines += etag_section(run)
+    lines += metrics_section(run)
     lines += pair_section(run, "A 304 revalidation beside the 200 it replaces",
                           "S1r sends S1's request with `If-None-Match` holding the ETag of S1's answer: the service "
                           "builds the document, hashes it and answers 304 without a body.", "S1", "S1r")

@@ -6,6 +6,8 @@ machine; bench/apps.py builds them, bench/serve.py serves one under waitress):
 
 * ``ours``        the reference service (jsonapi_blog on jsonapi_pyramid);
 * ``ours-noetag`` the same with ``jsonapi.etags = false`` (S1-S4 only: the ETag's cost);
+* ``ours-nometrics`` the same with ``jsonapi.metrics = false``, and ``ours-traced`` with OpenTelemetry
+  spans too, dropped by their exporter (S1 and S5 only: the cost of metrics, and of traces);
 * ``ceiling``     bench/ceiling.py, the lean ceiling (byte-identical documents, checked first);
 * ``floor``       bench/floor.py, the same Pyramid serving a constant body of ours' answer's size;
 * ``peer``        pyramid-jsonapi 2.2.13 in bench/.peer-venv (only with BENCH_PEER=1);
@@ -20,7 +22,8 @@ CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in on
 
 Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 3), BENCH_RUNS (3),
 BENCH_CONNECTIONS ("1,8"), BENCH_SCENARIOS (all), BENCH_APPS ("ours,ceiling,floor"), BENCH_PEER
-(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_ETAG_CONNECTIONS ("1": the
+(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_METRICS (0: no ``ours-nometrics``),
+BENCH_TRACED (1: add ``ours-traced``), BENCH_ETAG_CONNECTIONS ("1": the
 connection counts ``ours-noetag`` runs at), BENCH_BEFORE (commits),
 BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, instead of SQLite),
 BENCH_PROCESSES ("1,2"; "0" skips the phase), BENCH_PROCESS_SCENARIOS ("S1,S3"), BENCH_PG_URL (the
@@ -73,6 +76,10 @@ if os.environ.get("BENCH_PEER") == "1" and "peer" not in APPS:
     APPS.append("peer")
 if os.environ.get("BENCH_ETAG", "1") == "1" and "ours" in APPS and "ours-noetag" not in APPS:
     APPS.insert(APPS.index("ours") + 1, "ours-noetag")
+if os.environ.get("BENCH_METRICS", "1") == "1" and "ours" in APPS and "ours-nometrics" not in APPS:
+    APPS.insert(APPS.index("ours") + 1, "ours-nometrics")
+if os.environ.get("BENCH_TRACED") == "1" and "ours" in APPS and "ours-traced" not in APPS:
+    APPS.insert(APPS.index("ours") + 1, "ours-traced")
 if BEFORE and "before" not in APPS:
     APPS.insert(1, "before")
 #: Scenarios the ``before`` app runs (the read path that the optimisations touch).
@@ -82,6 +89,7 @@ PROBES = 5
 from scenarios import (  # noqa: E402 - bench/ is not a package
     ETAG_SCENARIOS,
     MEDIA,
+    METRICS_SCENARIOS,
     SCENARIOS,
     TOKEN_SECRET,
     HttpClient,
@@ -396,6 +404,7 @@ def apps_for(scenario: str, conns: int | None = None) -> list[str]:
     """The apps that run ``scenario`` (at ``conns`` connections, when given)."""
     apps = [a for a in APPS if not (a == "ours-noetag" and (scenario not in ETAG_SCENARIOS
                                                              or (conns is not None and conns not in ETAG_CONNECTIONS)))]
+    apps = [a for a in apps if not (a in ("ours-nometrics", "ours-traced") and scenario not in METRICS_SCENARIOS)]
     return [a for a in apps if not (a == "before" and scenario not in BEFORE_SCENARIOS)]
 
 
@@ -495,7 +504,7 @@ def calls_phase(seed_url: str, scenarios: list[str]) -> dict:
     url = seed_url
     if seed_url.startswith("sqlite"):
         url = app_database(seed_url, "calls")
-    apps = ",".join(a for a in ("ours", "ours-noetag", "ceiling", "floor") if a in APPS)
+    apps = ",".join(a for a in ("ours", "ours-noetag", "ours-nometrics", "ours-traced", "ceiling", "floor") if a in APPS)
     out = OUT / "calls.json"
     out.unlink(missing_ok=True)
     command = [sys.executable, str(HERE / "calls.py"), url, "--apps", apps, "--scenarios", ",".join(scenarios),

@@ -36,8 +36,10 @@ SCENARIOS = {
 }
 #: The scenarios whose ETag cost is measured (``ours-noetag``).
 ETAG_SCENARIOS = ("S1", "S2", "S3", "S4")
+#: The scenarios whose metrics' and traces' cost is measured (``ours-nometrics``, ``ours-traced``).
+METRICS_SCENARIOS = ("S1", "S5")
 #: Apps that serve the same requests as ``ours``.
-OURS_LIKE = ("ours", "ours-noetag", "before")
+OURS_LIKE = ("ours", "ours-noetag", "ours-nometrics", "ours-traced", "before")
 
 
 class Request:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from layout import (  # noqa: F401
@@ -38,12 +39,14 @@ from layout import (  # noqa: F401
     PACKAGES,
     PG_BIN,
     PRIMARY_PORT,
+    PROMETHEUS_PORT,
     REPLICA_PORT,
     ROOT,
     STATS_PORT,
     URL,
     haproxy_cfg,
     patroni_yaml,
+    prometheus_yml,
 )
 
 
@@ -287,8 +290,29 @@ def up() -> None:
     for port in APP_PORTS:
         wait_for(f"the application on {port}", lambda: http_status(f"http://{HOST}:{port}/health") == 200, timeout=60)
     wait_for("HAProxy's application frontend", lambda: http_status(f"{URL}/health") == 200, timeout=30)
+    start_prometheus()
     log(f"up: {URL}/api  (HAProxy stats: http://{HOST}:{STATS_PORT}/ ; `make cluster-down` removes it all)")
     print(URL)
+
+
+def start_prometheus() -> None:
+    """Prometheus (Debian's) scraping both application processes, its data under the cluster's directory."""
+    log(f"prometheus (HTTP API on {HOST}:{PROMETHEUS_PORT})")
+    (DIR / "prometheus.yml").write_text(prometheus_yml())
+    start("prometheus", ["prometheus", f"--config.file={DIR / 'prometheus.yml'}", f"--storage.tsdb.path={DIR / 'prometheus'}",
+                         f"--web.listen-address={HOST}:{PROMETHEUS_PORT}", "--storage.tsdb.retention.time=1d"])
+    wait_for("Prometheus to scrape both application processes",
+             lambda: prometheus_query('count(up{job="jsonapi"} == 1)') == 2.0, timeout=60)
+
+
+def prometheus_query(query: str) -> float | None:
+    """The value of an instant PromQL query of one number (None when it has none)."""
+    url = f"http://{HOST}:{PROMETHEUS_PORT}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    try:
+        result = http_json(url, timeout=5)["data"]["result"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return float(result[0]["value"][1]) if result else None
 
 
 def _pg_answers(port: int) -> bool:
@@ -302,7 +326,7 @@ def down() -> None:
     if not DIR.exists():
         log(f"nothing to remove ({DIR} does not exist)")
         return
-    for name in ("app1", "app2", "haproxy"):
+    for name in ("prometheus", "app1", "app2", "haproxy"):
         stop(name)
     for name in NODES:
         stop(name, timeout=60)  # Patroni stops its PostgreSQL first

@@ -8,7 +8,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DIR = pathlib.Path(os.environ.get("CLUSTER_DIR", "/tmp/jsonapi-cluster"))
-PACKAGES = ("postgresql-15", "patroni", "etcd-server", "haproxy")
+PACKAGES = ("postgresql-15", "patroni", "etcd-server", "haproxy", "prometheus")
 PG_BIN = "/usr/lib/postgresql/15/bin"
 HOST = "127.0.0.1"
 ETCD_PORT, ETCD_PEER_PORT = 23790, 23800
@@ -161,3 +161,17 @@ HAPROXY_503 = (
 )
 
 
+
+
+PROMETHEUS_PORT = 29090  # Prometheus' web UI and HTTP API (docs/observability.rst)
+
+
+def prometheus_yml(app_ports: tuple[int, ...] = APP_PORTS) -> str:
+    """Prometheus scraping every application process's ``/metrics`` (each counts its own requests)
+    every second: a failover lasts seconds. Written as JSON, which YAML reads."""
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "5s"},
+        "scrape_configs": [{"job_name": "jsonapi", "metrics_path": "/metrics",
+                            "static_configs": [{"targets": [f"{HOST}:{port}" for port in app_ports]}]}],
+    }
+    return json.dumps(config, indent=2)

@@ -14,11 +14,14 @@ checks). Figures are printed at the end (`make cluster-test` runs pytest -s) and
 * a planned switchover (``patronictl switchover``) under the same load, with the same checks;
 * read-your-writes with replicas delayed by ``recovery_min_apply_delay``;
 * the load balancer: a process that stops answering is taken out and put back; a process stopped
-  with SIGTERM drains with no failed request.
+  with SIGTERM drains with no failed request;
+* the metrics: Prometheus, scraping both processes' ``/metrics``, shows the failover's 503s and
+  retries (asked through its HTTP API).
 """
 from __future__ import annotations
 
 import collections
+import csv
 import json
 import os
 import pathlib
@@ -26,6 +29,8 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -297,3 +302,49 @@ def test_a_process_that_stops_answering_is_taken_out_and_put_back():
     finally:
         os.kill(pid, signal.SIGCONT)
     ctl.wait_for("HAProxy to put app2 back", lambda: haproxy_state("app2") == "UP", timeout=30)
+
+
+# -- metrics: the failover seen through Prometheus ------------------------------------------------
+
+def haproxy_5xx() -> dict[str, int]:
+    """HAProxy's count of 5xx answers of the application proxy, per server (``app1``, ``app2``: what
+    the processes answered) and for the proxy as a whole (``BACKEND``: its own 503s too)."""
+    with urllib.request.urlopen(f"http://{ctl.HOST}:{ctl.STATS_PORT}/;csv", timeout=5) as response:
+        rows = list(csv.DictReader(response.read().decode().lstrip("# ").splitlines()))
+    return {row["svname"]: int(row["hrsp_5xx"] or 0) for row in rows if row["pxname"] == "app"}
+
+
+def test_the_failover_shows_in_prometheus():
+    """Prometheus (cluster/ctl.py scrapes both processes every second) saw what the processes
+    answered: the failover's 503s and pyramid_retry's retries, every series by route template.
+    ``max_over_time`` per series, then summed: a process restarted by the proofs above starts
+    its counters again at zero, and its earlier counts stay in Prometheus (so at most what HAProxy
+    counted from the processes; HAProxy's own 503s, when no process is in service, are not theirs)."""
+    failover = FIGURES.get("failover")
+    if failover is None:
+        pytest.skip("runs after the failover proof (the whole file)")
+    time.sleep(3)  # the last scrapes
+    query = ctl.prometheus_query
+    assert query('count(up{job="jsonapi"} == 1)') == 2.0
+    # the API's answers (HAProxy counts them; not its own health checks of /health)
+    answered_503 = query('sum(max_over_time(http_server_request_duration_seconds_count'
+                         '{job="jsonapi", http_response_status_code="503", http_route=~"/api/.*"}[1h]))') or 0
+    retries = query('sum(max_over_time(jsonapi_retries_total{job="jsonapi"}[1h]))') or 0
+    routes_503 = ctl.http_json(f"http://{ctl.HOST}:{ctl.PROMETHEUS_PORT}/api/v1/query?" + urllib.parse.urlencode(
+        {"query": 'sum by (http_route) (max_over_time(http_server_request_duration_seconds_count'
+                  '{http_response_status_code="503"}[1h]))'}), timeout=5)["data"]["result"]
+    requests = query('sum(max_over_time(http_server_request_duration_seconds_count{job="jsonapi"}[1h]))') or 0
+    in_use = query('sum(db_client_connection_count{job="jsonapi", db_client_connection_state="used"})')
+    haproxy = haproxy_5xx()
+    processes_5xx = sum(count for server, count in haproxy.items() if server not in ("FRONTEND", "BACKEND"))
+    FIGURES["prometheus"] = {"requests": requests, "answered_503": answered_503, "retries": retries,
+                             "routes_503": sorted(r["metric"].get("http_route", "") for r in routes_503),
+                             "pool_connections_in_use": in_use, "haproxy_5xx": haproxy,
+                             "clients_saw_503_in_failover": failover["statuses"].get(503, 0)}
+    assert requests > 0 and in_use is not None
+    assert retries > 0, FIGURES["prometheus"]
+    assert answered_503 > 0, FIGURES["prometheus"]
+    assert answered_503 <= processes_5xx, FIGURES["prometheus"]
+    routes = FIGURES["prometheus"]["routes_503"]
+    assert any(route.startswith("/api/") for route in routes), routes
+    assert all(route.startswith("/") and not any(c.isdigit() for c in route) for route in routes), routes

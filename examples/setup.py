@@ -20,7 +20,7 @@ PACKAGES = find_packages(where=str(ROOT), exclude=["jsonapi_pyramid", "jsonapi_p
                                                    "bench", "bench.*", "docs", "docs.*", "examples", "examples.*"])
 
 requires = [
-    "jsonapi_pyramid[postgresql,docs-ui]",
+    "jsonapi_pyramid[postgresql,docs-ui,observability]",
     "waitress>=3",
     "alembic>=1.13",
     # Password hashing for the reference service (argon2id: the OWASP recommendation).

@@ -27,6 +27,7 @@ from pyramid.exceptions import ConfigurationError
 from sqlalchemy import delete, func, literal, select, union_all
 
 from jsonapi_pyramid.errors import JsonApiError
+from jsonapi_pyramid.observability import count_login_throttled
 
 from .models import LoginFailure, utcnow
 
@@ -100,6 +101,7 @@ def retry_after(request, email: str) -> int | None:
 def refuse_if_throttled(request, email: str) -> None:
     seconds = retry_after(request, email)
     if seconds is not None:
+        count_login_throttled(request)  # jsonapi_login_throttled_total (with jsonapi.metrics)
         raise TooManyRequests(f"Too many failed logins; try again in {seconds} seconds.",
                               headers={"Retry-After": str(seconds)})
 

@@ -114,6 +114,13 @@ DEFAULTS = {
     # needs the table of idempotency.metadata in the database. Keys expire after the TTL.
     "idempotency": False,
     "idempotency_ttl_seconds": 24 * 3600,
+    # GET /metrics (Prometheus) and who may read it (addresses or networks, blank-separated; others: 404).
+    # docs/observability.rst; needs the extra jsonapi_pyramid[observability].
+    "metrics": False,
+    "metrics_allow": "127.0.0.1 ::1",
+    # an OpenTelemetry TracerProvider of the application's (given from Python); None: the SDK's
+    # variables decide (OTEL_EXPORTER_OTLP_ENDPOINT), docs/observability.rst
+    "tracer_provider": None,
 }
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
@@ -274,6 +281,7 @@ def includeme(config: Configurator) -> None:
     config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
+    config.include(".observability")  # /metrics and traces, when jsonapi.metrics or OTEL_* ask for them
     # CORS: preflights answered before anything else; headers on every answer, errors included.
     config.add_tween("jsonapi_pyramid.cors.cors_tween_factory", under="jsonapi_pyramid.logging.access_log_tween_factory",
                      over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))

@@ -5,6 +5,8 @@ Each request is logged once, at INFO, when its response is final, in ``key=value
 
     method=POST path=/api/articles status=201 duration_ms=12.4 request_id=3f2a... attempts=1 remote=10.0.0.7
 
+With tracing on (``observability``) the line ends with the request's ``trace_id=`` (32 hex digits).
+
 ``request_id`` is the id that error documents carry in ``errors[].id`` and that the traceback of a
 500 is logged under (``errors.internal_error_view``), and the response's ``X-Request-Id`` header:
 an operator greps the log for the id a client reports. A client or proxy may send its own
@@ -89,6 +91,9 @@ def _log(request: Request, environ: Any, started: Any, status: Any, request_id: 
     line = (f"method={_value(environ.get('REQUEST_METHOD', '-'))} path={_value(_raw_path(environ) or '/')} "
             f"status={status} duration_ms={(time.perf_counter() - started) * 1000:.1f} request_id={request_id} "
             f"attempts={environ.get('retry.attempt', 0) + 1} remote={_value(environ.get('REMOTE_ADDR', '-'))}")
+    trace_id = environ.get("jsonapi.trace_id")  # with tracing on (observability)
+    if trace_id is not None:
+        line = f"{line} trace_id={trace_id}"
     if extra:
         line = f"{line} {format_fields(extra)}"
     access_log.log(level, "%s", line)

@@ -100,7 +100,7 @@ def test_the_wheel_holds_the_library_alone(dist):
     for name in ("argon2", "alembic", "waitress", "psycopg", "swagger"):
         assert not any(name in requirement.lower() for requirement in unconditional), unconditional
     extras = metadata.get_all("Provides-Extra")
-    assert {"postgresql", "docs-ui", "testing"} <= set(extras)
+    assert {"postgresql", "docs-ui", "testing", "observability"} <= set(extras)
     assert "jsonapi_blog" not in entry_points
     assert "jsonapi-pyramid-openapi" in entry_points and "jsonapi-pyramid-new" in entry_points
 
