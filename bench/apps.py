@@ -4,7 +4,8 @@
 ``ours`` the reference service (jsonapi_blog) as shipped, with the settings bench/serve.py always
 used; ``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ceiling``
 (bench/ceiling.py), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
-bench/.peer-venv's Python), ``before`` (ours from the tree on PYTHONPATH).
+bench/.peer-venv's Python), ``drf`` (bench/drf_app.py, in bench/.drf-venv's Python), ``before``
+(ours from the tree on PYTHONPATH).
 """
 from __future__ import annotations
 
@@ -51,6 +52,10 @@ def build(name: str, url: str):
         return make_app(url)
     if name == "peer":
         from peer_app import make_app
+
+        return make_app(url)
+    if name == "drf":
+        from drf_app import make_app
 
         return make_app(url)
     raise SystemExit(f"unknown app {name!r}")
