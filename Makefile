@@ -64,6 +64,7 @@ clean:
 # 127.0.0.1, checks the ceiling's documents, drives them with wrk (installed from the system's
 # packages if missing), counts calls in-process, runs N processes on PostgreSQL, writes
 # bench/RESULTS.md. BENCH_SCENARIOS, BENCH_DURATION, BENCH_PEER, ...: bench/README.md, bench/run.py.
+# BENCH_PEER_DRF=1 adds Django REST framework JSON:API (bench/.drf-venv from PyPI; bench/DRF_PEER.md).
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 

@@ -5,7 +5,8 @@
 used; ``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ours-nometrics``
 with ``jsonapi.metrics = false`` and ``ours-traced`` with OpenTelemetry spans too (their cost); ``ceiling``
 (bench/ceiling.py), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
-bench/.peer-venv's Python), ``before`` (ours from the tree on PYTHONPATH).
+bench/.peer-venv's Python), ``drf`` (bench/drf_app.py, in bench/.drf-venv's Python), ``before``
+(ours from the tree on PYTHONPATH).
 """
 from __future__ import annotations
 
@@ -75,6 +76,10 @@ def build(name: str, url: str):
         return make_app(url)
     if name == "peer":
         from peer_app import make_app
+
+        return make_app(url)
+    if name == "drf":
+        from drf_app import make_app
 
         return make_app(url)
     raise SystemExit(f"unknown app {name!r}")

@@ -325,6 +325,38 @@ def other_apps_section(run: dict) -> list[str]:
     return lines
 
 
+def drf_section(run: dict) -> list[str]:
+    """Django REST framework JSON:API (``drf``), when it ran: rps, ratios to the ceiling beside ours',
+    statements per request, peak RSS, and where its documents differ from ours."""
+    results, rows = run["results"], []
+    for scenario in run["scenarios"]:
+        cell = results.get((scenario, "drf"))
+        for conns in run["connections"]:
+            r = (cell or {}).get("runs", {}).get(conns)
+            if not r:
+                continue
+            o, c = rps_of(results, scenario, "ours", conns), rps_of(results, scenario, "ceiling", conns)
+            ours_statements = results.get((scenario, "ours"), {}).get("statements")
+            rows.append(f"| {scenario} | {conns} | {r['rps']:.1f} | {ratio(r['rps'], c)} | {ratio(o, c)} | "
+                        f"{ratio(o, r['rps'])} | {cell['statements']:g} | "
+                        f"{'—' if ours_statements is None else f'{ours_statements:g}'} | {cell.get('peak_mib')} |")
+    if not rows:
+        return []
+    lines = ["", f"## Django REST framework JSON:API (drf; {run.get('drf_version') or 'BENCH_PEER_DRF=1'})", "",
+             "bench/drf_app.py, bench/drf_peer/ (bench/DRF_PEER.md): the same tables through unmanaged Django models, "
+             "the same query strings as ours, waitress with the same threads. Its documents are not ours: "
+             "the differences found in this run are listed below the table.", "",
+             "| scenario | conns | drf rps | drf / ceiling | ours / ceiling | ours / drf | drf stmts/req | "
+             "ours stmts/req | drf peak MiB |", "|---|---|---|---|---|---|---|---|---|", *rows]
+    found = run.get("drf_differences") or {}
+    if found:
+        lines += ["", "Where drf's documents differ from ours (bench/selfcheck.py's `differences`):", ""]
+        for scenario, items in found.items():
+            lines.append(f"- {scenario}:" + (" the same in structure and values" if not items else ""))
+            lines += [f"  - {item}" for item in items]
+    return lines
+
+
 def verdict(value, target, higher=True) -> str:
     met = value >= target if higher else value <= target
     return "**met**" if met else f"**NOT met** (by {abs(value - target):.2f})"
@@ -380,7 +412,7 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
                           "`meta.count` and pagination links per relationship (window functions, one statement).",
                           "S7u", "S7p")
     lines += atomic_section(run["atomic"]) + processes_section(run["processes"], info["nproc"] or 2)
-    lines += previous_section(run) + other_apps_section(run) + targets_section(run)
+    lines += previous_section(run) + other_apps_section(run) + drf_section(run) + targets_section(run)
     if run["walks"]:
         lines += ["", "## 200-page cursor walks (sequential, one client, links.next)", ""]
         lines += [f"- {app}: {seconds:.2f} s" for app, seconds in sorted(run["walks"].items())]

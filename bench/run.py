@@ -11,18 +11,21 @@ machine; bench/apps.py builds them, bench/serve.py serves one under waitress):
 * ``ceiling``     bench/ceiling.py, the lean ceiling (byte-identical documents, checked first);
 * ``floor``       bench/floor.py, the same Pyramid serving a constant body of ours' answer's size;
 * ``peer``        pyramid-jsonapi 2.2.13 in bench/.peer-venv (only with BENCH_PEER=1);
+* ``drf``         Django REST framework JSON:API in bench/.drf-venv (bench/drf_app.py; only with
+                  BENCH_PEER_DRF=1 or named in BENCH_APPS; bench/DRF_PEER.md);
 * ``before``      ours from the working tree with BENCH_BEFORE's commits reverted (optional).
 
 Phases: (1) seed SQLite (``initdb --demo --scale``), start the servers; (2) check: per scenario a
 probe (sequential requests: status, statements per request, body size) and the ceiling's body
-compared with ours (bench/selfcheck.py's rule); (3) wrk at 1 and 8 connections, RUNS runs per cell,
+compared with ours (bench/selfcheck.py's rule), the differences of drf's documents from ours listed
+(``selfcheck.differences``); (3) wrk at 1 and 8 connections, RUNS runs per cell,
 apps interleaved; peak RSS per scenario; (4) bench/calls.py in a subprocess (calls, statements,
 CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in one request against
 100 requests); (6) PostgreSQL: N processes on N ports (bench/processes.py); (7) RESULTS.md.
 
 Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 3), BENCH_RUNS (3),
 BENCH_CONNECTIONS ("1,8"), BENCH_SCENARIOS (all), BENCH_APPS ("ours,ceiling,floor"), BENCH_PEER
-(1: add pyramid-jsonapi), BENCH_ETAG (0: no ``ours-noetag``), BENCH_METRICS (0: no ``ours-nometrics``),
+(1: add pyramid-jsonapi), BENCH_PEER_DRF (1: add Django REST framework JSON:API), BENCH_ETAG (0: no ``ours-noetag``), BENCH_METRICS (0: no ``ours-nometrics``),
 BENCH_TRACED (1: add ``ours-traced``), BENCH_ETAG_CONNECTIONS ("1": the
 connection counts ``ours-noetag`` runs at), BENCH_BEFORE (commits),
 BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, instead of SQLite),
@@ -56,6 +59,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 VENV_BIN = pathlib.Path(sys.executable).parent
 PEER_PYTHON = HERE / ".peer-venv" / "bin" / "python"
+DRF_PYTHON = HERE / ".drf-venv" / "bin" / "python"
+#: What bench/.drf-venv gets from the package index (Django as djangorestframework-jsonapi allows).
+DRF_PACKAGES = ("Django", "djangorestframework", "djangorestframework-jsonapi", "django-filter", "waitress",
+                "psycopg[binary]")
 OUT = pathlib.Path(os.environ.get("BENCH_OUT", HERE / "out"))
 RESULTS = pathlib.Path(os.environ.get("BENCH_RESULTS", HERE / "RESULTS.md"))
 SCALE = int(os.environ.get("BENCH_SCALE", "10000"))
@@ -74,6 +81,8 @@ BUDGET_S = float(os.environ.get("BENCH_BUDGET", "14")) * 60
 PIN = os.environ.get("BENCH_PIN") == "1" and hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1
 if os.environ.get("BENCH_PEER") == "1" and "peer" not in APPS:
     APPS.append("peer")
+if os.environ.get("BENCH_PEER_DRF") == "1" and "drf" not in APPS:
+    APPS.append("drf")
 if os.environ.get("BENCH_ETAG", "1") == "1" and "ours" in APPS and "ours-noetag" not in APPS:
     APPS.insert(APPS.index("ours") + 1, "ours-noetag")
 if os.environ.get("BENCH_METRICS", "1") == "1" and "ours" in APPS and "ours-nometrics" not in APPS:
@@ -138,6 +147,32 @@ def ensure_peer() -> str | None:
         if result.returncode != 0:
             return f"install failed: {' '.join(step[-3:])}: {result.stderr.strip()[-300:]}"
     return None
+
+
+def ensure_drf() -> str | None:
+    """bench/.drf-venv with Django REST framework JSON:API; the reason when it fails, else None."""
+    if DRF_PYTHON.exists() and subprocess.run([str(DRF_PYTHON), "-c", "import rest_framework_json_api, django_filters"],
+                                              capture_output=True).returncode == 0:
+        return None
+    log("installing Django REST framework JSON:API into bench/.drf-venv")
+    venv = HERE / ".drf-venv"
+    steps = [
+        [sys.executable, "-m", "venv", "--clear", str(venv)],
+        [str(DRF_PYTHON), "-m", "pip", "install", "-q", *DRF_PACKAGES],
+    ]
+    for step in steps:
+        result = subprocess.run(step, capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            return f"install failed: {' '.join(step[-3:])}: {result.stderr.strip()[-300:]}"
+    return None
+
+
+def drf_versions() -> str:
+    """``Django x, djangorestframework y, ...`` as installed in bench/.drf-venv (for the report)."""
+    code = ("import importlib.metadata as m; print(', '.join(f'{n} {m.version(n)}' for n in "
+            "('Django', 'djangorestframework', 'djangorestframework-jsonapi', 'django-filter')))")
+    result = subprocess.run([str(DRF_PYTHON), "-c", code], capture_output=True, text=True)
+    return result.stdout.strip() or "versions unknown"
 
 
 def bench_ini() -> pathlib.Path:
@@ -277,7 +312,7 @@ class Server:
     def start(self) -> None:
         app, url = self.app, self.url
         self.port = free_port()
-        python = str(PEER_PYTHON) if app == "peer" else sys.executable
+        python = {"peer": str(PEER_PYTHON), "drf": str(DRF_PYTHON)}.get(app, sys.executable)
         self.log_path = OUT / f"{self.label}.log"
         env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
         env["PYTHONPATH"] = str(before_tree()) if app == "before" else str(ROOT)
@@ -424,9 +459,10 @@ def plan_duration(scenarios: list[str]) -> int:
 
 
 def check_and_probe(servers: dict, scenarios: list[str], f: dict, results: dict, notes: dict, identity: dict,
-                    walks: dict) -> dict:
-    """Phase 2: every scenario's request per app, probed; the ceiling's body compared with ours."""
-    from selfcheck import compare
+                    walks: dict, drf_differences: dict | None = None) -> dict:
+    """Phase 2: every scenario's request per app, probed; the ceiling's body compared with ours, the
+    differences of drf's body from ours listed in ``drf_differences`` (scenario -> list; not a failure)."""
+    from selfcheck import compare, differences
 
     requests: dict = {}
     for scenario in scenarios:
@@ -465,6 +501,10 @@ def check_and_probe(servers: dict, scenarios: list[str], f: dict, results: dict,
             identity[scenario] = compare(scenario, (ours["status"], ours["body"], servers["ours"].base),
                                          (ceiling["status"], ceiling["body"], servers["ceiling"].base))
             log(f"{scenario}: ceiling {'byte-identical' if identity[scenario] is None else 'DIFFERS: ' + identity[scenario]}")
+        drf = results.get((scenario, "drf"))
+        if ours and drf and drf_differences is not None:
+            found = drf_differences[scenario] = differences(scenario, ours["body"], drf["body"])
+            log(f"{scenario}: drf differs from ours in {len(found)} way(s)")
     for cell in results.values():
         cell.pop("body", None)
     return requests
@@ -603,6 +643,15 @@ def main() -> int:
             log(f"pyramid-jsonapi unavailable: {failure}")
             APPS.remove("peer")
             notes[("all", "peer")] = f"pyramid-jsonapi could not be installed ({failure})"
+    drf_version = None
+    if "drf" in APPS:
+        failure = ensure_drf()
+        if failure:
+            log(f"Django REST framework JSON:API unavailable: {failure}")
+            APPS.remove("drf")
+            notes[("all", "drf")] = f"Django REST framework JSON:API could not be installed ({failure})"
+        else:
+            drf_version = drf_versions()
     wanted = os.environ.get("BENCH_SCENARIOS")
     scenarios = [s for s in SCENARIOS if not wanted or s in wanted.split(",")]
     duration = plan_duration(scenarios)
@@ -613,11 +662,14 @@ def main() -> int:
     results: dict = {}
     identity: dict = {}
     walks: dict = {}
+    drf_differences: dict = {}
+    tokened: set = set()
     try:
         for app in APPS:
             database = app_database(url, app)
-            if app == "ceiling":
-                add_ceiling_token(database, f["user_id"])
+            if app in ("ceiling", "drf") and database not in tokened:  # no token endpoint: a token row
+                add_ceiling_token(database, f["user_id"])  # (once: on PostgreSQL the apps share a database)
+                tokened.add(database)
             try:
                 servers[app] = Server(app, database)
             except RuntimeError as exc:  # reported; the other apps still run
@@ -625,7 +677,7 @@ def main() -> int:
                 notes[("all", app)] = f"did not start: {str(exc)[-300:]}"
                 continue
             log(f"{app} listening on {servers[app].base} (pid {servers[app].process.pid})")
-        requests = check_and_probe(servers, scenarios, f, results, notes, identity, walks)
+        requests = check_and_probe(servers, scenarios, f, results, notes, identity, walks, drf_differences)
         drive(binary, servers, scenarios, requests, results, notes, duration)
     finally:
         stop_all()
@@ -647,7 +699,8 @@ def main() -> int:
         "processes": procs, "scenarios": scenarios, "apps": APPS, "connections": CONNECTIONS, "runs": RUNS,
         "duration": duration, "scale": SCALE, "database": "PostgreSQL (BENCH_DATABASE_URL)" if PG_URL else "SQLite file",
         "before": BEFORE, "elapsed": time.monotonic() - started, "date": now_iso(), "probes": PROBES,
-        "process_counts": PROCESSES, "root": ROOT, "pinned": PIN,
+        "process_counts": PROCESSES, "root": ROOT, "pinned": PIN, "drf_version": drf_version,
+        "drf_differences": drf_differences,
     })
     log(f"wrote {RESULTS}; done in {(time.monotonic() - started) / 60:.1f} min")
     return 0

@@ -3,7 +3,8 @@
 
 Applications: ``ours`` (the reference service; ``ours-noetag`` the same without ETags), ``ceiling``
 (bench/ceiling.py), ``floor`` (bench/floor.py: a constant body of the size of ours' answer),
-``peer`` (pyramid-jsonapi, optional), ``before`` (ours from an older tree).
+``peer`` (pyramid-jsonapi, optional), ``drf`` (Django REST framework JSON:API, optional: the same
+query strings as ours where it understands them), ``before`` (ours from an older tree).
 """
 from __future__ import annotations
 
@@ -120,6 +121,9 @@ def build(app: str, scenario: str, client: Client, facts: dict, context: dict) -
     if scenario == "S1r":
         if kind == "peer":
             raise Unavailable("pyramid-jsonapi sends no ETag")
+        if kind == "drf":
+            raise Unavailable("Django REST framework JSON:API sends no ETag (Django's ConditionalGetMiddleware "
+                              "is not part of its set-up)")
         path = "/api/articles?" + q(**{"page[size]": "50"})
         status, headers, body = client.request("GET", path, headers={"Accept": MEDIA})
         if status != 200:
@@ -149,10 +153,14 @@ def build(app: str, scenario: str, client: Client, facts: dict, context: dict) -
     if scenario == "S6c":
         if kind == "peer":
             raise Unavailable("pyramid-jsonapi has no cursor pagination")
+        if kind == "drf":
+            raise Unavailable("Django REST framework JSON:API has no cursor pagination profile")
         return cursor_request(client, context)
     if scenario in ("S7u", "S7p"):
         if kind == "peer":
             raise Unavailable("pyramid-jsonapi has no paged includes")
+        if kind == "drf" and scenario == "S7p":
+            raise Unavailable("Django REST framework JSON:API has no paged includes")
         paged = {"page[comments][size]": "3"} if scenario == "S7p" else {}
         return Request("/api/articles?" + q(**{"page[size]": "50", "include": "comments"}, **paged))
     raise AssertionError(scenario)
@@ -167,7 +175,7 @@ def post_request(kind: str, client: Client, facts: dict) -> Request:
         body["data"]["relationships"] = {"author": {"data": {"type": "users", "id": str(facts["user_id"])}}}
         return Request("/api/articles", "POST", json.dumps(body).encode(), headers, 201,
                        note="unauthenticated (no auth configured for the peer)")
-    if kind == "ceiling":
+    if kind in ("ceiling", "drf"):  # no token endpoint: bench/run.py stores this token's hash
         secret = TOKEN_SECRET
     else:
         status, _headers, raw = client.request("POST", "/api/tokens", json.dumps(

@@ -7,9 +7,15 @@ small seeded database in ``make test``. What may differ, and why: the URL prefix
 on its own port; replaced by ``BASE``), and for a create (S5) the new article's id and its
 ``createdAt``/``updatedAt`` (every create makes another row at another instant). Headers are not
 compared: the service sends ETag, Vary, X-Request-Id which the ceiling leaves out.
+
+``differences(scenario, ours, peer)`` lists, without failing, where a peer's document (Django REST
+framework JSON:API, ``drf``) differs from ours in structure: top-level members, the resources and
+their order, attribute names and values, the members of each relationship, resource links, the
+included resources, top-level links and meta. bench/run.py reports the list per scenario.
 """
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
 import sys
@@ -27,6 +33,89 @@ def compare(scenario: str, ours: tuple, ceiling: tuple) -> str | None:
         return f"status {status_a} / {status_b}"
     a, b = normalise(scenario, body_a, base_a), normalise(scenario, body_b, base_b)
     return None if a == b else first_difference(a, b)
+
+
+OURS, PEERS = "ours'", "the peer's"
+
+
+def _keys(document: dict, member: str) -> set:
+    value = document.get(member)
+    return set(value) if isinstance(value, dict) else set()
+
+
+def _resources(document: dict) -> list:
+    data = document.get("data")
+    return data if isinstance(data, list) else [data] if isinstance(data, dict) else []
+
+
+def _resource_differences(where: str, ours: list, peer: list) -> list[str]:
+    """Attribute names and values, relationship members and resource links, over resources of the
+    same (type, id) in both lists."""
+    out: list[str] = []
+    by_key = {(r.get("type"), r.get("id")): r for r in peer}
+    values: dict = {}
+    relationships: dict = {}
+    links = set()
+    for mine in ours:
+        theirs = by_key.get((mine.get("type"), mine.get("id")))
+        if theirs is None:
+            continue
+        a, b = mine.get("attributes", {}), theirs.get("attributes", {})
+        for name in sorted(set(a) ^ set(b)):
+            out.append(f"{where}: attribute {name!r} only in {OURS if name in a else PEERS}")
+        for name in set(a) & set(b):
+            if a[name] != b[name]:
+                values.setdefault(name, (a[name], b[name]))
+        ra, rb = mine.get("relationships", {}), theirs.get("relationships", {})
+        for name in set(ra) | set(rb):
+            shape = (tuple(sorted(ra.get(name, {}))), tuple(sorted(rb.get(name, {}))))
+            if shape[0] != shape[1]:
+                relationships.setdefault((mine.get("type"), name), shape)
+        if ("links" in mine) != ("links" in theirs):
+            links.add((mine.get("type"), "ours" if "links" in mine else "the peer's"))
+    out = sorted(set(out))
+    out += [f"{where}: attribute {name!r} differs in value, e.g. ours {a!r}, the peer's {b!r}"
+            for name, (a, b) in sorted(values.items())]
+    out += [f"{where}: relationship {kind}.{name} has members {list(a) or 'none'} in ours, {list(b) or 'none'} "
+            "in the peer's" for (kind, name), (a, b) in sorted(relationships.items())]
+    out += [f"{where}: {kind} resources carry links in {side} only" for kind, side in sorted(links, key=str)]
+    return out
+
+
+def differences(scenario: str, ours: bytes, peer: bytes) -> list[str]:
+    """Where ``peer``'s document differs from ``ours`` (an empty list: the same in structure and
+    values; URLs' host and port are not compared, nor a create's timestamps)."""
+    a, b = json.loads(ours), json.loads(peer)
+    if scenario == "S5":  # each create happens at another instant
+        for document in (a, b):
+            for resource in _resources(document):
+                for name in ("createdAt", "updatedAt"):
+                    if name in resource.get("attributes", {}):
+                        resource["attributes"][name] = "X"
+    out = []
+    for member in sorted(set(a) ^ set(b)):
+        out.append(f"top-level member {member!r} only in {OURS if member in a else PEERS} document")
+    ra, rb = _resources(a), _resources(b)
+    ids_a, ids_b = [(r.get("type"), r.get("id")) for r in ra], [(r.get("type"), r.get("id")) for r in rb]
+    if ids_a != ids_b:
+        same = set(ids_a) == set(ids_b)
+        out.append(f"primary data: {len(ids_a)} resources in ours, {len(ids_b)} in the peer's"
+                   + ("; the same resources in another order" if same else "; not the same resources")
+                   + ("" if scenario != "S5" else " (S5: each create makes another row)"))
+    out += _resource_differences("primary data", ra, rb)
+    ia, ib = a.get("included", []), b.get("included", [])
+    keys_a, keys_b = {(r["type"], r["id"]) for r in ia}, {(r["type"], r["id"]) for r in ib}
+    if keys_a != keys_b:
+        out.append(f"included: {len(keys_a)} resources in ours, {len(keys_b)} in the peer's, "
+                   f"{len(keys_a & keys_b)} in both")
+    elif [(r["type"], r["id"]) for r in ia] != [(r["type"], r["id"]) for r in ib] and ia:
+        out.append("included: the same resources in another order")
+    out += _resource_differences("included", ia, ib)
+    for member in ("links", "meta"):
+        ka, kb = _keys(a, member), _keys(b, member)
+        if ka != kb:
+            out.append(f"top-level {member}: {sorted(ka)} in ours, {sorted(kb)} in the peer's")
+    return out
 
 
 def check(ours_url: str, ceiling_url: str, facts: dict, scenarios=None) -> dict:

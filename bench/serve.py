@@ -1,7 +1,7 @@
 """Start one benchmarked application under waitress on 127.0.0.1: ``serve.py APP PORT DATABASE_URL``.
 
 APP is one of bench/apps.py's names (``ours``, ``ours-noetag``, ``ceiling``, ``floor``, ``peer``
-run with bench/.peer-venv's Python, ``before``). Each is wrapped in ``counting.Counting``.
+run with bench/.peer-venv's Python, ``drf`` with bench/.drf-venv's, ``before``). Each is wrapped in ``counting.Counting``.
 BENCH_THREADS: waitress threads (4).
 """
 from __future__ import annotations
