@@ -25,7 +25,8 @@ CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in on
 
 Environment: BENCH_SCALE (10000), BENCH_DURATION (seconds per wrk run, 3), BENCH_RUNS (3),
 BENCH_CONNECTIONS ("1,8"), BENCH_SCENARIOS (all), BENCH_APPS ("ours,ceiling,floor"), BENCH_PEER
-(1: add pyramid-jsonapi), BENCH_PEER_DRF (1: add Django REST framework JSON:API), BENCH_ETAG (0: no ``ours-noetag``), BENCH_METRICS (0: no ``ours-nometrics``),
+(1: add pyramid-jsonapi), BENCH_PEER_DRF (1: add Django REST framework JSON:API), BENCH_ETAG (0: no
+``ours-noetag``), BENCH_METRICS (0: no ``ours-nometrics``),
 BENCH_TRACED (1: add ``ours-traced``), BENCH_ETAG_CONNECTIONS ("1": the
 connection counts ``ours-noetag`` runs at), BENCH_BEFORE (commits),
 BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, instead of SQLite),
