@@ -23,19 +23,18 @@ transaction each time):
 * ``read only transaction`` (25006): the statement went to a server that is no longer the
   primary (a failover demoted it); the server refused it, so nothing was applied. The connection
   is treated as lost, which empties the pool of connections made before the switch;
-* lost or refused connections (SQLSTATE classes 08 and 57P, and driver errors without a
-  SQLSTATE) only when the failure came before COMMIT was sent: after that the outcome is unknown
-  and repeating a create could apply it twice.
+* lost or refused connections (SQLSTATE classes 08 and 57P, driver errors without one) only when
+  the failure came before COMMIT was sent: after it the outcome is unknown (a create, repeated,
+  could apply twice).
 
 A final answer stays final: when a request already failed for its own reasons (a 4xx: a failed
 precondition, a validation error) and the rollback after it fails too (the primary died
 meanwhile), that answer is given, not retried into a 503: nothing was changed.
 
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
-request waits a random few milliseconds before the next attempt, doubling with each attempt (at
-most 640 ms), so that requests that collided do not collide again. The last attempt's error is
-rendered: 409 for a constraint, 503 with ``Retry-After`` for an unavailable database
-(``errors.py``).
+request waits a random few milliseconds before the next attempt, doubling each time (at most
+640 ms). The last attempt's error is rendered: 409 for a constraint, 503 with ``Retry-After``
+for an unavailable database (``errors.py``).
 
 ``GET /health`` and ``GET /health/live``: ``health.py``.
 """
@@ -52,7 +51,6 @@ import pyramid_tm
 import zope.sqlalchemy
 from pyramid.config import Configurator
 from pyramid.request import Request
-from pyramid.security import NO_PERMISSION_REQUIRED
 from pyramid.tweens import EXCVIEW
 from pyramid_retry import IRetryableError, is_error_retryable
 from sqlalchemy import engine_from_config, event
@@ -67,19 +65,14 @@ from .connection import READS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .negotiation import bound_body
-from .traversal import Root
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
 
 log = logging.getLogger(__name__)
 
 _READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
-#: SQLSTATEs of errors that say nothing about the request itself: 40 = transaction rollback
-#: (40001 serialization failure, 40P01 deadlock); 23505 unique and 23503 foreign key violation
-#: (a concurrent writer won the race: run again, the request sees the winner's row and answers
-#: as it would have one after the other; 409 after the last attempt), 25006 read-only transaction
-#: (a write reached a demoted primary, which refused it), 08 = connection exception,
-#: 57P = operator intervention (57P01 admin shutdown / pg_terminate_backend, 57P03 cannot connect now).
+#: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40 (40001,
+#: 40P01), 23505, 23503, 25006; 08 connection exception, 57P operator intervention (57P01, 57P03).
 _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
@@ -343,10 +336,6 @@ def get_tm_session(session_factory: Any, transaction_manager: Any, request: Requ
         session = session_factory(info={"request": request})
         zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
         return session
-    return _joined_session(session_factory, transaction_manager, request)
-
-
-def _joined_session(session_factory: Any, transaction_manager: Any, request: Request) -> Any:
     return session_factory(info={"request": request, tm_join.TRANSACTION_MANAGER: transaction_manager})
 
 
@@ -396,7 +385,7 @@ def includeme(config: Configurator) -> None:
             if is_http_read(request):
                 session = read_session(session_factory, request)
             else:
-                session = _joined_session(tm_session_factory, request.tm, request)
+                session = get_tm_session(tm_session_factory, request.tm, request)
         return session
 
     def dbconnection(request: Request) -> Any:
@@ -407,5 +396,4 @@ def includeme(config: Configurator) -> None:
 
     config.add_request_method(dbsession, reify=True)
     config.add_request_method(dbconnection, reify=True)
-    config.add_view(health_view, context=Root, name="health", request_method=("GET", "HEAD"),
-                    permission=NO_PERMISSION_REQUIRED)
+    config.include(".health")  # GET /health (readiness) and /health/live (liveness)

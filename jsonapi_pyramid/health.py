@@ -15,10 +15,14 @@ import logging
 from typing import Any
 
 import orjson
+from pyramid.config import Configurator
 from pyramid.httpexceptions import HTTPNotFound
 from pyramid.request import Request
 from pyramid.response import Response
+from pyramid.security import NO_PERMISSION_REQUIRED
 from sqlalchemy import text
+
+from .traversal import Root
 
 __all__ = ["health_view"]
 
@@ -60,3 +64,9 @@ def _writable(engine: Any) -> bool | None:
     except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
         log.warning("health check: database unavailable (%s): %s", engine.url.host, exc.__class__.__name__)
         return None
+
+
+def includeme(config: Configurator) -> None:
+    """``GET /health`` and ``GET /health/live`` on the root (``config.include("jsonapi_pyramid.db")``)."""
+    config.add_view(health_view, context=Root, name="health", request_method=("GET", "HEAD"),
+                    permission=NO_PERMISSION_REQUIRED)
