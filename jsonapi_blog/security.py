@@ -39,7 +39,7 @@ from jsonapi_pyramid.security import (
 
 from .models import Role, Token, User, user_roles, utcnow
 from .passwords import verify_dummy, verify_password
-from .throttling import forget_failures, record_failure, refuse_if_throttled
+from .throttling import count_attempt, forget_failures
 
 __all__ = [
     "ADMIN",
@@ -238,10 +238,11 @@ def read_credentials(context, request) -> tuple[str, str]:
 
 def create_token(context, request, credentials) -> object:
     """``POST /api/tokens``: 201 with the new token; its ``token`` attribute is the secret,
-    shown this once. Wrong credentials or an inactive account: 401, counted by the login
-    throttle; past its limits: 429 with ``Retry-After`` (``throttling.py``)."""
+    shown this once. The attempt is counted by the login throttle before the password is checked,
+    and forgotten if it succeeds: wrong credentials or an inactive account stay counted (401);
+    past its limits: 429 with ``Retry-After`` (``throttling.py``)."""
     email, password = credentials
-    refuse_if_throttled(request, email)
+    count_attempt(request, email)
     user = request.dbsession.scalars(select(User).where(User.email == email)).first()
     if user is None:
         verify_dummy(password)  # as long as a wrong password for a known e-mail
@@ -270,8 +271,7 @@ create_token.openapi = {"responses": {"429": {  # the login throttle (CONTRACT.m
 
 
 def _refuse(request, email: str, detail: str) -> NoReturn:
-    record_failure(request, email)
-    raise Unauthorized(detail)
+    raise Unauthorized(detail)  # counted already (count_attempt)
 
 
 def includeme(config):
@@ -286,7 +286,7 @@ def includeme(config):
         raise ConfigurationError(f"blog.token_ttl_hours must be a positive number, not {raw!r}")
     settings["blog.token_ttl"] = dt.timedelta(hours=hours)
     config.set_security_policy(BearerTokenPolicy(find_identity))
-    config.include(".throttling")  # blog.login_attempts, blog.login_address_attempts, blog.login_window_seconds
+    config.include(".throttling")  # blog.login_*: the login throttle; blog.signup_*: the sign-up limit
     # POST /api/tokens is not a plain create: it replaces the generic one for tokens only.
     config.add_jsonapi_operation(Token, "", create_token, on="collection", request_method="POST",
                                  permission=CREATE, validate=read_credentials,

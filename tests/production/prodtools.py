@@ -1,7 +1,8 @@
 """Helpers of the production proofs: real server processes, a TCP proxy the test controls, HTTP.
 
 * ``Server`` runs ``pserve`` on ``production.ini`` (made loopback-only and with cheap password
-  hashing, ``production_test_ini``) on a free 127.0.0.1 port with ``DATABASE_URL``.
+  hashing, ``production_test_ini``) or ``development.ini`` (``development_test_ini``) on a free
+  127.0.0.1 port with ``DATABASE_URL``.
 * ``TcpProxy`` forwards a loopback port to PostgreSQL; ``cut()`` drops every connection and
   refuses new ones, ``restore()`` forwards again. The machine's PostgreSQL is never touched.
 * ``call(method, url, ...)`` is a plain HTTP client (http.client), one connection per call.
@@ -57,6 +58,16 @@ def production_test_ini(tmp_path: pathlib.Path, retry_attempts: int | None = Non
         assert "retry.attempts = 3" in text
         text = text.replace("retry.attempts = 3", f"retry.attempts = {retry_attempts}")
     path = tmp_path / f"production-test-{retry_attempts or 3}.ini"
+    path.write_text(text)
+    return path
+
+
+def development_test_ini(tmp_path: pathlib.Path) -> pathlib.Path:
+    """development.ini as ``make serve`` runs it (``DATABASE_URL`` overrides its SQLite file), but
+    hashing passwords cheaply."""
+    text = (ROOT / "development.ini").read_text()
+    text = text.replace("[app:main]\n", "[app:main]\nblog.argon2_time_cost = 1\nblog.argon2_memory_cost = 64\n", 1)
+    path = tmp_path / "development-test.ini"
     path.write_text(text)
     return path
 

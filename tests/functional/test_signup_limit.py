@@ -1,0 +1,102 @@
+"""The sign-up limit (an extension of CONTRACT section 9, docs/security.rst): accounts created by
+callers who are not admins are counted per client address in the database; past
+``blog.signup_attempts`` in ``blog.signup_window_seconds`` a creation is 429 with ``Retry-After``,
+single requests and atomic operations alike; the window slides; admins are not limited."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from jsonapi_blog.models import Signup, User
+from jsonapi_blog.throttling import SignupLimit
+
+JSONAPI = "application/vnd.api+json"
+ATOMIC = 'application/vnd.api+json;ext="https://jsonapi.org/ext/atomic"'
+WINDOW = dt.timedelta(seconds=3600)
+
+
+def attributes(index: int) -> dict:
+    return {"name": f"user {index}", "email": f"user{index}@example.com", "password": "password-123",
+            "passwordConfirmation": "password-123"}
+
+
+def sign_up(api, index, address="10.0.0.1", status=201, headers=None):
+    return api.post_json("/api/users", {"data": {"type": "users", "attributes": attributes(index)}},
+                         headers={"Content-Type": JSONAPI, **(headers or {})},
+                         extra_environ={"REMOTE_ADDR": address}, status=status)
+
+
+def users(db) -> int:
+    return db.scalar(select(func.count()).select_from(User))
+
+
+def test_the_eleventh_sign_up_from_an_address_is_429(api, db):
+    for index in range(10):
+        sign_up(api, index)
+    response = sign_up(api, 10, status=429)
+    assert response.json["errors"][0]["status"] == "429"
+    assert 3590 <= int(response.headers["Retry-After"]) <= 3600
+    sign_up(api, 11, address="10.0.0.2")  # another address has its own count
+    assert users(db) == 11
+
+
+def test_the_window_slides(api, db):
+    for index in range(10):
+        sign_up(api, index)
+    for signup in db.scalars(select(Signup)):
+        signup.created_at -= WINDOW
+    db.commit()
+    sign_up(api, 10)
+    assert db.scalar(select(func.count()).select_from(Signup)) == 1  # the old ones are deleted on the way
+
+
+def test_admins_are_not_limited(api, blog, auth_headers, db):
+    headers = auth_headers(blog["admin"])
+    for index in range(12):
+        sign_up(api, index, headers=headers)
+    assert db.scalar(select(func.count()).select_from(Signup)) == 0
+
+
+def test_an_atomic_request_counts_each_account(api, db):
+    sign_up(api, 0)
+    operations = [{"op": "add", "data": {"type": "users", "attributes": attributes(index)}} for index in range(1, 101)]
+    response = api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
+                        extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=429)
+    error = response.json["errors"][0]
+    assert error["source"]["pointer"] == "/atomic:operations/9"  # the tenth add, the eleventh account
+    assert int(response.headers["Retry-After"]) >= 1
+    assert users(db) == 1  # nothing of the atomic request is kept
+    operations = operations[:9]  # exactly the rest of the allowance
+    api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
+             extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=200)
+    assert users(db) == 10
+
+
+def test_an_update_is_not_a_sign_up(api, blog, auth_headers, db):
+    alice = blog["alice"]
+    for index in range(10):
+        sign_up(api, index)
+    api.patch_json(f"/api/users/{alice.id}", {"data": {"type": "users", "id": str(alice.id), "attributes": {
+        "password": "another-password", "passwordConfirmation": "another-password"}}},
+        headers={"Content-Type": JSONAPI, **auth_headers(alice)}, extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=200)
+
+
+def json_body(operations) -> bytes:
+    return json.dumps({"atomic:operations": operations}).encode()
+
+
+@pytest.mark.parametrize("settings", [{"blog.signup_attempts": "0"}, {"blog.signup_window_seconds": "soon"}])
+def test_bad_settings_fail_at_start_up(settings):
+    from pyramid.exceptions import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        SignupLimit.from_settings(settings)
+
+
+def test_settings_are_read(wsgi_app):
+    assert wsgi_app.registry["blog.signup_limit"] == SignupLimit(10, WINDOW)  # the defaults
+    limit = SignupLimit.from_settings({"blog.signup_attempts": "3", "blog.signup_window_seconds": "60"})
+    assert limit == SignupLimit(3, dt.timedelta(seconds=60))
