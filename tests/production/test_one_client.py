@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import http.client
+import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -140,3 +143,17 @@ def test_an_anonymous_atomic_request_cannot_create_a_hundred_accounts(service, d
     assert comment_seconds and comment_seconds[0] < PROMPT, comment_seconds
     assert db.scalar(select(func.count()).select_from(User)) == 1  # the member alone: nothing created
 
+
+
+def test_the_open_file_limit_is_raised_for_the_connection_limit(tmp_path):
+    """A process started with 256 open files may hold connection_limit connections (up to the
+    hard limit), rather than fail with "too many open files" at 256."""
+    script = ("import resource\n"
+              "resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+              "from jsonapi_blog.server import open_files_for\n"
+              "print(open_files_for(2000), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2256:
+        pytest.skip(f"hard open-file limit {hard}")
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert output.split() == ["2256", "2256"]
