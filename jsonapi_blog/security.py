@@ -39,7 +39,7 @@ from jsonapi_pyramid.security import (
 
 from .models import Role, Token, User, user_roles, utcnow
 from .passwords import verify_dummy, verify_password
-from .throttling import count_attempt, forget_failures
+from .throttling import counted_attempt, forget_failures
 
 __all__ = [
     "ADMIN",
@@ -240,17 +240,18 @@ def create_token(context, request, credentials) -> object:
     """``POST /api/tokens``: 201 with the new token; its ``token`` attribute is the secret,
     shown this once. The attempt is counted by the login throttle before the password is checked,
     and forgotten if it succeeds: wrong credentials or an inactive account stay counted (401);
-    past its limits: 429 with ``Retry-After`` (``throttling.py``)."""
+    past its limits: 429 with ``Retry-After`` (``throttling.py``); too busy hashing to check the
+    password: 503 with ``Retry-After``, not counted (``passwords.py``)."""
     email, password = credentials
-    count_attempt(request, email)
-    user = request.dbsession.scalars(select(User).where(User.email == email)).first()
-    if user is None:
-        verify_dummy(password)  # as long as a wrong password for a known e-mail
-        _refuse(request, email, "Wrong email or password.")
-    if not verify_password(user.password_hash, password):
-        _refuse(request, email, "Wrong email or password.")
-    if not user.active:
-        _refuse(request, email, "This account is not active yet.")
+    with counted_attempt(request, email):
+        user = request.dbsession.scalars(select(User).where(User.email == email)).first()
+        if user is None:
+            verify_dummy(password)  # as long as a wrong password for a known e-mail
+            _refuse(request, email, "Wrong email or password.")
+        if not verify_password(user.password_hash, password):
+            _refuse(request, email, "Wrong email or password.")
+        if not user.active:
+            _refuse(request, email, "This account is not active yet.")
     forget_failures(request, email)
     secret = secrets.token_urlsafe(32)
     ttl = request.registry.settings["blog.token_ttl"]
@@ -271,7 +272,7 @@ create_token.openapi = {"responses": {"429": {  # the login throttle (CONTRACT.m
 
 
 def _refuse(request, email: str, detail: str) -> NoReturn:
-    raise Unauthorized(detail)  # counted already (count_attempt)
+    raise Unauthorized(detail)  # counted already (counted_attempt)
 
 
 def includeme(config):

@@ -10,7 +10,7 @@ Logins: failed ``POST /api/tokens`` attempts are counted per e-mail and per clie
   (the seconds until the oldest counted failure leaves the window), even with the right password.
   The window slides: each failure counts for ``window`` seconds after it happened.
 * An attempt is counted before its password is checked, in one step with the check
-  (``count_attempt``): concurrent guesses, on any number of processes, get no more than the limit
+  (``counted_attempt``): concurrent guesses, on any number of processes, get no more than the limit
   between them. A refused (429) attempt is not counted; a successful one forgets the failures of
   that e-mail *from that address* only (its own count included): another address's count (an
   attacker's) is untouched.
@@ -34,16 +34,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import delete, func, literal, select, union_all
 
-from jsonapi_pyramid.errors import JsonApiError
+from jsonapi_pyramid.errors import JsonApiError, ServiceUnavailable
 
 from .models import LoginFailure, Signup, utcnow
 
-__all__ = ["LoginThrottle", "SignupLimit", "TooManyRequests", "check_signup", "count_attempt", "count_signup",
+__all__ = ["LoginThrottle", "SignupLimit", "TooManyRequests", "check_signup", "count_signup", "counted_attempt",
            "forget_failures"]
 
 SETTINGS = {"login_attempts": 10, "login_address_attempts": 100, "login_window_seconds": 300}
@@ -146,12 +147,14 @@ def retry_after(request, email: str, now: dt.datetime) -> int | None:
     return max(waits) if waits else None
 
 
-def count_attempt(request, email: str) -> None:
-    """Count a login attempt as failed before its password is checked (a success forgets it,
-    ``forget_failures``), or refuse it with 429 past the limits; committed at once, so the count
-    stays whatever the answer. Counting and checking are one step: under the lock of the e-mail
-    and the address. Failures that left the window are deleted on the way, so the table holds at
-    most one window's worth of rows."""
+@contextmanager
+def counted_attempt(request, email: str):
+    """``with counted_attempt(request, email):`` check the password. The attempt is counted as
+    failed before the block (a success forgets it, ``forget_failures``), or refused with 429 past
+    the limits; committed at once, so the count stays whatever the answer. Counting and checking
+    are one step: under the lock of the e-mail and the address. An attempt whose password could
+    not be checked (503: the process is too busy hashing) is not counted. Failures that left the
+    window are deleted on the way, so the table holds at most one window's worth of rows."""
     now = utcnow()
     session = request.dbsession
     key, address = email_key(email), client_address(request)
@@ -161,12 +164,21 @@ def count_attempt(request, email: str) -> None:
     if seconds is not None:  # pyramid_tm aborts the transaction: nothing is counted
         raise TooManyRequests(f"Too many failed logins; try again in {seconds} seconds.",
                               headers={"Retry-After": str(seconds)})
-    session.add(LoginFailure(email_key=key, address=address, attempted_at=now))
+    attempt = LoginFailure(email_key=key, address=address, attempted_at=now)
+    session.add(attempt)
     session.flush()
-    # The one place where the blog commits inside a request: the attempt is a fact to keep whatever
-    # the answer (a 401 aborts what follows; a success deletes it in its own transaction).
+    attempt_id = attempt.id
+    # Where the blog commits inside a request: the attempt is a fact to keep whatever the answer
+    # (a 401 aborts what follows; a success deletes it in its own transaction).
     request.tm.commit()
     request.tm.begin()
+    try:
+        yield
+    except ServiceUnavailable:
+        session.execute(delete(LoginFailure).where(LoginFailure.id == attempt_id))
+        request.tm.commit()
+        request.tm.begin()
+        raise
 
 
 def forget_failures(request, email: str) -> None:
