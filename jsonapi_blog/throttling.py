@@ -20,7 +20,8 @@ Logins: failed ``POST /api/tokens`` attempts are counted per e-mail and per clie
 Sign-ups: every account created by a caller who is not an admin (``POST /api/users`` and each
 ``add`` of ``users`` in an atomic request) is counted per client address (table ``signups``);
 past ``blog.signup_attempts`` (default 10) within ``blog.signup_window_seconds`` (default 3600),
-the creation is refused with 429 and ``Retry-After``, before its password is hashed.
+the creation is refused with 429 and ``Retry-After``, before its password is hashed; an atomic
+request adding more users than its address may still create is refused whole at its first one.
 
 One step across processes: the count and the new row are written under a lock of the counted
 keys held until the transaction ends (PostgreSQL: ``pg_advisory_xact_lock``; SQLite: the
@@ -42,7 +43,7 @@ from sqlalchemy import delete, func, literal, select, union_all
 
 from jsonapi_pyramid.errors import JsonApiError, ServiceUnavailable
 
-from .models import LoginFailure, Signup, utcnow
+from .models import LoginFailure, Signup, User, utcnow
 
 __all__ = ["LoginThrottle", "SignupLimit", "TooManyRequests", "check_signup", "count_signup", "counted_attempt",
            "forget_failures"]
@@ -189,11 +190,20 @@ def forget_failures(request, email: str) -> None:
 
 # -- sign-ups ------------------------------------------------------------------------------------
 
-def _signups_retry_after(request, now: dt.datetime) -> int | None:
-    limit = _signup_limit(request)
+_CHECKED = "blog.atomic_signups_checked"
+
+
+def _signups(request, now: dt.datetime) -> tuple[int, dt.datetime | None]:
+    """The accounts created from this caller's address in the window, and the oldest one's time."""
     count, oldest = request.dbsession.execute(
         select(func.count(), func.min(Signup.created_at))
-        .where(Signup.address == client_address(request), Signup.created_at > now - limit.window)).one()
+        .where(Signup.address == client_address(request), Signup.created_at > now - _signup_limit(request).window)).one()
+    return count, oldest
+
+
+def _signups_retry_after(request, now: dt.datetime) -> int | None:
+    limit = _signup_limit(request)
+    count, oldest = _signups(request, now)
     return _seconds_left(oldest, limit.window, now) if count >= limit.attempts else None
 
 
@@ -224,7 +234,31 @@ def count_signup(request) -> None:
     session.add(Signup(address=client_address(request), created_at=now))
 
 
+def refuse_atomic_signups_beyond_the_limit(request, write) -> None:
+    """Write check: an atomic request creating more accounts than its caller's address may still
+    create is refused (429) at its first ``add`` of ``users``, before any password is hashed or any
+    lock is taken. (Each account is still counted by ``count_signup`` as it is created.)"""
+    if write.kind != "create" or write.context.definition.model is not User or _CHECKED in request.environ:
+        return
+    request.environ[_CHECKED] = True
+    document = request.jsonapi_body.document
+    operations = document.get("atomic:operations") if isinstance(document, dict) else None
+    identity = request.identity
+    if not isinstance(operations, list) or (identity is not None and identity.is_admin):
+        return
+    adds = sum(1 for operation in operations if isinstance(operation, dict) and operation.get("op") == "add"
+               and isinstance(operation.get("data"), dict) and operation["data"].get("type") == "users")
+    limit, now = _signup_limit(request), utcnow()
+    count, oldest = _signups(request, now)
+    if count + adds > limit.attempts:
+        seconds = _seconds_left(oldest or now, limit.window, now)
+        raise TooManyRequests(f"This request creates {adds} accounts; this address may create "
+                              f"{max(0, limit.attempts - count)} more in the next {seconds} seconds.",
+                              headers={"Retry-After": str(seconds)})
+
+
 def includeme(config):
     settings = config.get_settings()
     config.registry["blog.login_throttle"] = LoginThrottle.from_settings(settings)
     config.registry["blog.signup_limit"] = SignupLimit.from_settings(settings)
+    config.add_jsonapi_write_check(refuse_atomic_signups_beyond_the_limit)

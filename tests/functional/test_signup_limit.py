@@ -66,13 +66,27 @@ def test_an_atomic_request_counts_each_account(api, db):
     response = api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
                         extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=429)
     error = response.json["errors"][0]
-    assert error["source"]["pointer"] == "/atomic:operations/9"  # the tenth add, the eleventh account
-    assert int(response.headers["Retry-After"]) >= 1
+    assert error["source"]["pointer"] == "/atomic:operations/0"  # refused whole, before any password is hashed
+    assert error["detail"] == "This request creates 100 accounts; this address may create 9 more in the next 3600 seconds."
+    assert int(response.headers["Retry-After"]) >= 3590
     assert users(db) == 1  # nothing of the atomic request is kept
     operations = operations[:9]  # exactly the rest of the allowance
     api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
              extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=200)
     assert users(db) == 10
+
+
+def test_each_account_of_an_atomic_request_is_counted_as_it_is_created(api, db, monkeypatch):
+    """The early check sees the accounts the request adds; the count itself stays exact when
+    another request of the same address created accounts in between (here: no early check)."""
+    from jsonapi_blog import throttling
+
+    monkeypatch.setattr(throttling, "_CHECKED", "REMOTE_ADDR")  # as if already checked
+    operations = [{"op": "add", "data": {"type": "users", "attributes": attributes(index)}} for index in range(12)]
+    response = api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
+                        extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=429)
+    assert response.json["errors"][0]["source"]["pointer"] == "/atomic:operations/10"  # the eleventh account
+    assert users(db) == 0
 
 
 def test_an_update_is_not_a_sign_up(api, blog, auth_headers, db):
