@@ -112,7 +112,7 @@ def client_address(request) -> str:
 
 def _lock(session, *keys: str) -> None:
     """Hold a lock of each key until the transaction ends, shared by every process. PostgreSQL:
-    advisory locks, taken in one order so that two requests never wait for each other. SQLite
+    advisory locks, taken in one order so that two requests never deadlock. SQLite
     serialises writers: the caller's first statement is a write, which takes the database's lock."""
     if session.get_bind().dialect.name != "postgresql":
         return
