@@ -20,7 +20,7 @@ from pyramid.exceptions import ConfigurationError
 
 from jsonapi_pyramid.errors import ServiceUnavailable
 
-__all__ = ["configure", "hash_password", "verify_dummy", "verify_password"]
+__all__ = ["configure", "hash_ahead", "hash_for", "hash_password", "verify_dummy", "verify_password"]
 
 _hasher = PasswordHasher()
 #: A hash of no account's password, made with the current parameters (``verify_dummy``).
@@ -64,6 +64,20 @@ _turns = _Turns()
 def hash_password(password: str) -> str:
     with _turns.turn():
         return _hasher.hash(password)
+
+
+def hash_ahead(request, passwords) -> None:
+    """Hash ``passwords`` now, before the request writes anything (on SQLite a write takes the
+    database's lock until the commit); ``hash_for`` then uses these hashes, each once."""
+    ahead = request.__dict__.setdefault("blog_hashed_ahead", {})
+    for password in passwords:
+        ahead.setdefault(password, []).append(hash_password(password))
+
+
+def hash_for(request, password: str) -> str:
+    """A hash of ``password``: one made ahead for this request (``hash_ahead``), or a new one."""
+    ahead = request.__dict__.get("blog_hashed_ahead", {}).get(password)
+    return ahead.pop() if ahead else hash_password(password)
 
 
 def verify_password(password_hash: str, password: str) -> bool:

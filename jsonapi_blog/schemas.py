@@ -16,7 +16,7 @@ from jsonapi_pyramid.changes import assign_attributes
 from jsonapi_pyramid.validation import Confirmed, DateString, Unique, Url
 
 from .models import Role, Tag, User
-from .passwords import hash_password
+from .passwords import hash_for
 from .security import is_admin
 from .throttling import check_signup, count_signup
 
@@ -51,7 +51,8 @@ def apply_user(user, attributes, request):
 
     An account created by a caller who is not an admin is a sign-up, limited per client address
     (``throttling.py``; atomic requests included): checked before the password is hashed, counted
-    after it, so that on SQLite the database's write lock is not held while hashing."""
+    after it, so that on SQLite the database's write lock is not held while hashing (an atomic
+    request's passwords are hashed before its first operation writes: ``hash_ahead``)."""
     attributes = dict(attributes)
     password = attributes.pop("password", None)
     attributes.pop("passwordConfirmation", None)
@@ -59,7 +60,7 @@ def apply_user(user, attributes, request):
     if signup:
         check_signup(request)
     if password is not None:
-        user.password_hash = hash_password(password)
+        user.password_hash = hash_for(request, password)
     if signup:
         count_signup(request)
     assign_attributes(user, attributes, request)

@@ -44,6 +44,7 @@ from sqlalchemy import delete, func, literal, select, union_all
 from jsonapi_pyramid.errors import JsonApiError, ServiceUnavailable
 
 from .models import LoginFailure, Signup, User, utcnow
+from .passwords import hash_ahead
 
 __all__ = ["LoginThrottle", "SignupLimit", "TooManyRequests", "check_signup", "count_signup", "counted_attempt",
            "forget_failures"]
@@ -234,31 +235,37 @@ def count_signup(request) -> None:
     session.add(Signup(address=client_address(request), created_at=now))
 
 
-def refuse_atomic_signups_beyond_the_limit(request, write) -> None:
-    """Write check: an atomic request creating more accounts than its caller's address may still
-    create is refused (429) at its first ``add`` of ``users``, before any password is hashed or any
-    lock is taken. (Each account is still counted by ``count_signup`` as it is created.)"""
+def prepare_atomic_signups(request, write) -> None:
+    """Write check, at the first ``add`` of ``users`` of an atomic request: the request is refused
+    whole (429) if it creates more accounts than its caller's address may still create (admins
+    are not limited), before any password is hashed or any lock is taken; otherwise the passwords
+    of its accounts are hashed now, before it writes (``passwords.hash_ahead``). Each account is
+    still counted by ``count_signup`` as it is created."""
     if write.kind != "create" or write.context.definition.model is not User or _CHECKED in request.environ:
         return
     request.environ[_CHECKED] = True
     document = request.jsonapi_body.document
     operations = document.get("atomic:operations") if isinstance(document, dict) else None
-    identity = request.identity
-    if not isinstance(operations, list) or (identity is not None and identity.is_admin):
+    if not isinstance(operations, list):
         return
-    adds = sum(1 for operation in operations if isinstance(operation, dict) and operation.get("op") == "add"
-               and isinstance(operation.get("data"), dict) and operation["data"].get("type") == "users")
-    limit, now = _signup_limit(request), utcnow()
-    count, oldest = _signups(request, now)
-    if count + adds > limit.attempts:
-        seconds = _seconds_left(oldest or now, limit.window, now)
-        raise TooManyRequests(f"This request creates {adds} accounts; this address may create "
-                              f"{max(0, limit.attempts - count)} more in the next {seconds} seconds.",
-                              headers={"Retry-After": str(seconds)})
+    accounts = [operation["data"].get("attributes") for operation in operations
+                if isinstance(operation, dict) and operation.get("op") == "add"
+                and isinstance(operation.get("data"), dict) and operation["data"].get("type") == "users"]
+    identity = request.identity
+    if identity is None or not identity.is_admin:
+        limit, now = _signup_limit(request), utcnow()
+        count, oldest = _signups(request, now)
+        if count + len(accounts) > limit.attempts:
+            seconds = _seconds_left(oldest or now, limit.window, now)
+            raise TooManyRequests(f"This request creates {len(accounts)} accounts; this address may create "
+                                  f"{max(0, limit.attempts - count)} more in the next {seconds} seconds.",
+                                  headers={"Retry-After": str(seconds)})
+    hash_ahead(request, [attributes["password"] for attributes in accounts if isinstance(attributes, dict)
+                         and isinstance(attributes.get("password"), str) and 8 <= len(attributes["password"]) <= 1024])
 
 
 def includeme(config):
     settings = config.get_settings()
     config.registry["blog.login_throttle"] = LoginThrottle.from_settings(settings)
     config.registry["blog.signup_limit"] = SignupLimit.from_settings(settings)
-    config.add_jsonapi_write_check(refuse_atomic_signups_beyond_the_limit)
+    config.add_jsonapi_write_check(prepare_atomic_signups)

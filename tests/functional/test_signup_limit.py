@@ -114,3 +114,35 @@ def test_settings_are_read(wsgi_app):
     assert wsgi_app.registry["blog.signup_limit"] == SignupLimit(10, WINDOW)  # the defaults
     limit = SignupLimit.from_settings({"blog.signup_attempts": "3", "blog.signup_window_seconds": "60"})
     assert limit == SignupLimit(3, dt.timedelta(seconds=60))
+
+
+def test_an_atomic_request_hashes_its_passwords_before_it_writes(api, engine, monkeypatch):
+    """On SQLite a write holds the database's lock until the commit: no hash may come after one."""
+    from sqlalchemy import event
+
+    from jsonapi_blog import passwords
+
+    events: list[str] = []
+
+    class Recording:
+        def __init__(self, hasher):
+            self.hasher = hasher
+
+        def hash(self, password):
+            events.append("hash")
+            return self.hasher.hash(password)
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            events.append("write")
+
+    monkeypatch.setattr(passwords, "_hasher", Recording(passwords._hasher))
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        operations = [{"op": "add", "data": {"type": "users", "attributes": attributes(index)}} for index in range(3)]
+        api.post("/api/operations", json_body(operations), headers={"Content-Type": ATOMIC, "Accept": ATOMIC},
+                 extra_environ={"REMOTE_ADDR": "10.0.0.1"}, status=200)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert events.count("hash") == 3
+    assert "write" not in events[:3], events
