@@ -145,7 +145,7 @@ def test_an_anonymous_atomic_request_cannot_create_a_hundred_accounts(service, d
 
 
 
-def test_the_open_file_limit_is_raised_for_the_connection_limit(tmp_path):
+def test_the_open_file_limit_is_raised_for_the_connection_limit():
     """A process started with 256 open files may hold connection_limit connections (up to the
     hard limit), rather than fail with "too many open files" at 256."""
     script = ("import resource\n"
