@@ -38,10 +38,13 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import orjson
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import delete, func, literal, select, union_all
 
+from jsonapi_pyramid.contract import ActionOrder, get_registry
 from jsonapi_pyramid.errors import JsonApiError, ServiceUnavailable
+from jsonapi_pyramid.openapi import get_document
 
 from .models import LoginFailure, Signup, User, utcnow
 from .passwords import hash_ahead
@@ -264,8 +267,32 @@ def prepare_atomic_signups(request, write) -> None:
                          and isinstance(attributes.get("password"), str) and 8 <= len(attributes["password"]) <= 1024])
 
 
+SIGNUP_429 = {
+    "description": "Too Many Requests: this client address created `blog.signup_attempts` accounts in "
+                   "`blog.signup_window_seconds` already (an atomic request: it would create more than it may).",
+    "headers": {"Retry-After": {"description": "Seconds until an account may be created again.",
+                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+    "content": {"application/vnd.api+json": {"schema": {"$ref": "#/components/schemas/ErrorDocument"}}},
+}
+
+
+def document_the_signup_limit(registry) -> None:
+    """The sign-up limit's 429 in the OpenAPI document, on ``POST /api/users`` and
+    ``POST /api/operations`` (the library derives the other statuses of generic writes)."""
+    document = get_document(registry)
+    root = "/" + get_registry(registry).settings["root_name"]
+    for path in (f"{root}/users", f"{root}/operations"):
+        operation = document["paths"].get(path, {}).get("post")
+        if operation is not None:
+            operation["responses"] = dict(sorted({**operation["responses"], "429": SIGNUP_429}.items()))
+    get_registry(registry).openapi_bytes = orjson.dumps(document)
+
+
 def includeme(config):
     settings = config.get_settings()
     config.registry["blog.login_throttle"] = LoginThrottle.from_settings(settings)
     config.registry["blog.signup_limit"] = SignupLimit.from_settings(settings)
     config.add_jsonapi_write_check(prepare_atomic_signups)
+    registry = config.registry
+    config.action(("blog", "openapi", "signup-limit"), lambda: document_the_signup_limit(registry),
+                  order=ActionOrder.OPENAPI + 1)

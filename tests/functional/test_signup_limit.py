@@ -146,3 +146,13 @@ def test_an_atomic_request_hashes_its_passwords_before_it_writes(api, engine, mo
         event.remove(engine, "before_cursor_execute", record)
     assert events.count("hash") == 3
     assert "write" not in events[:3], events
+
+
+def test_the_openapi_document_lists_the_429(api):
+    paths = api.get("/api/openapi.json").json["paths"]
+    for path in ("/api/users", "/api/operations"):
+        throttled = paths[path]["post"]["responses"]["429"]
+        assert "Retry-After" in throttled["headers"]
+        assert throttled["content"][JSONAPI]["schema"] == {"$ref": "#/components/schemas/ErrorDocument"}
+    assert {"201", "422"} <= set(paths["/api/users"]["post"]["responses"])  # the derived ones stay
+    assert "429" not in paths["/api/articles"]["post"]["responses"]
