@@ -315,3 +315,15 @@ class LoginFailure(Base):
     email_key: Mapped[str] = mapped_column(String(64))
     address: Mapped[str] = mapped_column(String(64))
     attempted_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+
+
+class Signup(Base):
+    """One account created by a caller who is not an admin (not a resource): counted per client
+    address by the sign-up limit (``throttling.py``), in the database so every process shares it."""
+
+    __tablename__ = "signups"
+    __table_args__ = (Index("ix_signups_address_created_at", "address", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    address: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)

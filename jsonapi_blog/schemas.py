@@ -10,12 +10,15 @@ cannot be cleared; ``user_profiles.user_id`` is unique, so a user has at most on
 from __future__ import annotations
 
 import colander
+from sqlalchemy import inspect
 
 from jsonapi_pyramid.changes import assign_attributes
 from jsonapi_pyramid.validation import Confirmed, DateString, Unique, Url
 
 from .models import Role, Tag, User
-from .passwords import hash_password
+from .passwords import hash_for
+from .security import is_admin
+from .throttling import check_signup, count_signup
 
 ARTICLE_STATUSES = ("draft", "published")
 
@@ -44,12 +47,22 @@ class UserCreate(colander.MappingSchema):
 
 
 def apply_user(user, attributes, request):
-    """Users keep a hash of the password, never the password; the confirmation is not stored."""
+    """Users keep a hash of the password, never the password; the confirmation is not stored.
+
+    An account created by a caller who is not an admin is a sign-up, limited per client address
+    (``throttling.py``; atomic requests included): checked before the password is hashed, counted
+    after it, so that on SQLite the database's write lock is not held while hashing (an atomic
+    request's passwords are hashed before its first operation writes: ``hash_ahead``)."""
     attributes = dict(attributes)
     password = attributes.pop("password", None)
     attributes.pop("passwordConfirmation", None)
+    signup = not inspect(user).has_identity and not is_admin(request)
+    if signup:
+        check_signup(request)
     if password is not None:
-        user.password_hash = hash_password(password)
+        user.password_hash = hash_for(request, password)
+    if signup:
+        count_signup(request)
     assign_attributes(user, attributes, request)
 
 

@@ -39,7 +39,7 @@ from jsonapi_pyramid.security import (
 
 from .models import Role, Token, User, user_roles, utcnow
 from .passwords import verify_dummy, verify_password
-from .throttling import forget_failures, record_failure, refuse_if_throttled
+from .throttling import counted_attempt, forget_failures
 
 __all__ = [
     "ADMIN",
@@ -238,17 +238,19 @@ def read_credentials(context, request) -> tuple[str, str]:
 
 def create_token(context, request, credentials) -> object:
     """``POST /api/tokens``: 201 with the new token; its ``token`` attribute is the secret,
-    shown this once. Wrong credentials or an inactive account: 401, counted by the login
-    throttle; past its limits: 429 with ``Retry-After`` (``throttling.py``)."""
+    shown this once. The attempt is counted by the login throttle before the password is checked,
+    and forgotten if it succeeds: wrong credentials or an inactive account stay counted (401);
+    past its limits: 429 with ``Retry-After`` (``throttling.py``); too busy hashing to check the
+    password: 503 with ``Retry-After``, not counted (``passwords.py``)."""
     email, password = credentials
-    refuse_if_throttled(request, email)
-    user = request.dbsession.scalars(select(User).where(User.email == email)).first()
-    if user is None:
-        verify_dummy(password)  # as long as a wrong password for a known e-mail
-        _refuse(request, email, "Wrong email or password.")
-    # an inactive account answers as a wrong password: a right one must not be confirmed
-    if not verify_password(user.password_hash, password) or not user.active:
-        _refuse(request, email, "Wrong email or password.")
+    with counted_attempt(request, email):
+        user = request.dbsession.scalars(select(User).where(User.email == email)).first()
+        if user is None:
+            verify_dummy(password)  # as long as a wrong password for a known e-mail
+            _refuse(request, email, "Wrong email or password.")
+        # an inactive account answers as a wrong password: a right one must not be confirmed
+        if not verify_password(user.password_hash, password) or not user.active:
+            _refuse(request, email, "Wrong email or password.")
     forget_failures(request, email)
     secret = secrets.token_urlsafe(32)
     ttl = request.registry.settings["blog.token_ttl"]
@@ -271,8 +273,7 @@ create_token.openapi = {"responses": {"429": {  # the login throttle (CONTRACT.m
 
 
 def _refuse(request, email: str, detail: str) -> NoReturn:
-    record_failure(request, email)
-    raise Unauthorized(detail)
+    raise Unauthorized(detail)  # counted already (counted_attempt)
 
 
 def includeme(config):
@@ -287,7 +288,7 @@ def includeme(config):
         raise ConfigurationError(f"blog.token_ttl_hours must be a positive number, not {raw!r}")
     settings["blog.token_ttl"] = dt.timedelta(hours=hours)
     config.set_security_policy(BearerTokenPolicy(find_identity))
-    config.include(".throttling")  # blog.login_attempts, blog.login_address_attempts, blog.login_window_seconds
+    config.include(".throttling")  # blog.login_*: the login throttle; blog.signup_*: the sign-up limit
     # POST /api/tokens is not a plain create: it replaces the generic one for tokens only.
     config.add_jsonapi_operation(Token, "", create_token, on="collection", request_method="POST",
                                  permission=CREATE, validate=read_credentials,

@@ -16,6 +16,10 @@ drains instead (docs/deployment.rst, docs/cluster.rst):
    process (nothing reached this one);
 3. the process exits once no request is in flight and every answer is written, or after
    ``drain_timeout`` seconds (default 30) at the latest.
+
+**Open files.** Each client connection is a file descriptor: the soft open-file limit is raised
+(up to the hard one) to ``connection_limit`` plus room for the pool and the rest, so that many
+slow clients meet waitress's ``connection_limit`` rather than "too many open files".
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ from waitress import serve_paste
 from waitress.server import BaseWSGIServer, create_server
 
 DEFAULT_PORT = "6543"
+#: Descriptors besides client connections: database connections, logs, libraries, the trigger.
+FILE_RESERVE = 256
 log = logging.getLogger(__name__)
 
 
@@ -37,6 +43,7 @@ def serve(app, global_conf, **settings):
     listen = settings.get("listen")
     if listen and "%(" in listen:
         settings["listen"] = listen % {"http_port": global_conf.get("http_port", DEFAULT_PORT)}
+    open_files_for(int(settings.get("connection_limit", 100)))
     grace = float(settings.pop("drain_grace", 2))
     timeout = float(settings.pop("drain_timeout", 30))
     drain = Drain(app)
@@ -58,6 +65,24 @@ def serve(app, global_conf, **settings):
     signal.signal(signal.SIGTERM, drain.begin)
     drain.run(server, grace, timeout)
     return 0
+
+
+def open_files_for(connections: int) -> int:
+    """Raise this process's soft open-file limit, up to the hard one, to what ``connections``
+    client connections need; returns the soft limit (logged when still short)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: nothing to raise
+        return connections + FILE_RESERVE
+    needed = connections + FILE_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        soft = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning("open-file limit %d is below connection_limit + %d: raise the hard limit (ulimit -Hn)",
+                    soft, FILE_RESERVE)
+    return soft
 
 
 class Drain:

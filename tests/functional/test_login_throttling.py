@@ -133,3 +133,17 @@ def test_the_openapi_document_lists_the_429_with_retry_after(api, blog):
     fail(api, 10)
     response = attempt(api, "alice@example.com", "alice-password", status=429)
     assert set(throttled["headers"]) <= set(response.headers)
+
+
+def test_an_attempt_too_busy_to_check_is_503_and_not_counted(api, blog, db, monkeypatch):
+    from jsonapi_blog import passwords
+
+    turns = passwords._Turns(at_once=1, max_wait=0)
+    turns._duration = 1.0
+    monkeypatch.setattr(passwords, "_turns", turns)
+    with turns.turn():  # another request is hashing, and no one may wait
+        response = attempt(api, "alice@example.com", "wrong-password", status=503)
+    assert response.headers["Retry-After"] == "1"
+    assert db.scalar(select(func.count()).select_from(LoginFailure)) == 0
+    fail(api, 10)  # the limit is whole
+    attempt(api, "alice@example.com", "alice-password", status=429)

@@ -1,7 +1,8 @@
 """Fixtures for the production proofs (helpers in prodtools.py).
 
-* ``start_servers(n, url, retry_attempts=None)`` runs ``pserve`` on ``production.ini`` (loopback
-  only, cheap password hashing, ``retry.attempts`` when given) in ``n`` processes on free
+* ``start_servers(n, url, retry_attempts=None, ini="production")`` runs ``pserve`` on
+  ``production.ini`` (loopback only, cheap password hashing, ``retry.attempts`` when given; or
+  ``ini="development"``: development.ini, what ``make serve`` runs) in ``n`` processes on free
   127.0.0.1 ports with ``DATABASE_URL=url``, ready to serve; they stop at the end of the session.
 * ``pg_url``: the session's PostgreSQL test database; tests using it skip on SQLite.
 * ``servers``: two such processes on ``pg_url``, shared by the tests of this directory.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from prodtools import SERIALIZABLE_ATTEMPTS, Server, production_test_ini
+from prodtools import SERIALIZABLE_ATTEMPTS, Server, development_test_ini, production_test_ini
 from sqlalchemy.engine import make_url
 
 
@@ -21,8 +22,8 @@ def start_servers(tmp_path_factory):
     started: list[Server] = []
     tmp = tmp_path_factory.mktemp("servers")
 
-    def start(n: int, database_url: str, retry_attempts: int | None = None) -> list[Server]:
-        ini = production_test_ini(tmp, retry_attempts)
+    def start(n: int, database_url: str, retry_attempts: int | None = None, ini: str = "production") -> list[Server]:
+        ini = development_test_ini(tmp) if ini == "development" else production_test_ini(tmp, retry_attempts)
         servers = [Server(ini, database_url, tmp / f"server-{len(started) + i}.log") for i in range(n)]
         started.extend(servers)
         for server in servers:
