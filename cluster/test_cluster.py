@@ -306,6 +306,41 @@ def test_a_process_that_stops_answering_is_taken_out_and_put_back():
 
 # -- metrics: the failover seen through Prometheus ------------------------------------------------
 
+SLOW_CLIENTS = 2000
+
+
+def test_thousands_of_slow_connections_behind_haproxy_do_not_lock_out_another_client():
+    """One client opens 2,000 connections that each send half a request (unfinished headers, or a
+    POST that announces 100,000 bytes and sends one): HAProxy holds them (``timeout http-request``,
+    ``http-buffer-request``), no waitress thread or channel sees them, and another client's read
+    through HAProxy is answered at once (issue #26: waitress alone refused everyone at its
+    ``connection_limit``)."""
+    import resource
+    import socket
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < SLOW_CLIENTS + 256:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, SLOW_CLIENTS + 512), hard))
+    host, port = urllib.parse.urlsplit(API).hostname, urllib.parse.urlsplit(API).port
+    slow: list[socket.socket] = []
+    try:
+        for index in range(SLOW_CLIENTS):
+            sock = socket.create_connection((host, port), timeout=5)
+            slow.append(sock)
+            if index % 2:
+                sock.sendall(b"GET /api/tags HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/vnd.api+json\r\n")
+            else:
+                sock.sendall(b"POST /api/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/vnd.api+json"
+                             b"\r\nContent-Length: 100000\r\n\r\n{")
+        started = time.monotonic()
+        status, _headers, _body = call("GET", f"{API}/tags", timeout=10)
+        seconds = time.monotonic() - started
+        assert status == 200 and seconds < 2, (status, seconds)
+    finally:
+        for sock in slow:
+            sock.close()
+
+
 def haproxy_5xx() -> dict[str, int]:
     """HAProxy's count of 5xx answers of the application proxy, per server (``app1``, ``app2``: what
     the processes answered) and for the proxy as a whole (``BACKEND``: its own 503s too)."""

@@ -127,7 +127,10 @@ def _lock(session, *keys: str) -> None:
 
 
 def _seconds_left(oldest: dt.datetime, window: dt.timedelta, now: dt.datetime) -> int:
-    return max(1, math.ceil((oldest + window - now).total_seconds()))
+    """Seconds until ``oldest`` leaves the window, 1 to the window's length: a row another process
+    wrote after this request took ``now`` may be a moment younger than ``now``."""
+    left = math.ceil((oldest + window - now).total_seconds())
+    return max(1, min(left, math.ceil(window.total_seconds())))
 
 
 # -- logins --------------------------------------------------------------------------------------
