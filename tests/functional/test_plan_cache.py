@@ -12,8 +12,10 @@ CURSOR_ACCEPT = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/
 
 
 @pytest.fixture
-def parses(monkeypatch):
-    """The number of plans parsed afresh (the cache missed) while the test runs."""
+def parses(api, monkeypatch):
+    """The number of plans and parameter lists parsed afresh (the cache missed) while the test
+    runs, from an empty cache (the application lives for the session: a full cache is emptied)."""
+    get_registry(api.app.registry).plans.clear()
     counted = {"plans": 0, "parameters": 0}
     parse, check = query._parse_query, query._check_parameters
 
