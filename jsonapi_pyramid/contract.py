@@ -33,7 +33,7 @@ from .schema import Field, StatementCache, attribute_sql, visibility_of
 from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes, resolve_values
 from .transformer import Transformer
 
-__all__ = ["ActionOrder", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
+__all__ = ["ActionOrder", "BoundedCache", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 
 
 class ActionOrder(enum.IntEnum):
@@ -246,6 +246,27 @@ class ResourceDefinition:
         return self.relationships.get(name)
 
 
+class BoundedCache(dict[Any, Any]):
+    """A dict of what the library works out once and reuses from one request to the next (one per
+    application, on the ``Registry``), of at most ``size`` entries, the oldest dropped first: keys
+    made from what clients send (query strings, sparse fieldsets) cannot make it grow without
+    bound, and a flood of new keys never empties it at once. Reads are plain ``dict.get``."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Keep ``value`` under ``key``; return ``value``."""
+        while len(self) >= self.size:
+            try:
+                del self[next(iter(self))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+                break
+        self[key] = value
+        return value
+
+
 class Registry:
     """The per-application schema: the resource types by type name and by model class (each
     holding the facts about its mapping, ``schema``), the settings, and every cache the library
@@ -270,6 +291,9 @@ class Registry:
         #: model -> the ``Collection`` subclass its collection node is, when the type has nameless
         #: collection operations (``operations.add_jsonapi_operation``); other types: ``Collection``
         self.collection_nodes: dict[type[Any], type[Any]] = {}
+        #: query string -> its checked parameters; (query string, Accept, definition, collection)
+        #: -> its plan and the restricted-path checks to run again per caller (``query.parse_query``)
+        self.plans = BoundedCache(512)
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:

@@ -23,7 +23,6 @@ import math
 from itertools import groupby
 from operator import itemgetter
 from typing import Any, cast
-from urllib.parse import quote, urlencode
 
 from pyramid.interfaces import VH_ROOT_KEY, IResourceURL
 from pyramid.request import Request
@@ -271,13 +270,13 @@ class DocumentBuilder:
 
     def page_links(self, loaded: Loaded, path_url: str | None = None) -> dict[Any, Any]:
         """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
-        the request's other query parameters."""
+        the request's other query parameters (``QueryPlan.links_query``)."""
         page = self.plan.page
         if page is None:
             return {}
         if loaded.cursors is not None:
             return loaded.cursors.links
-        kept = urlencode([(k, v) for k, v in self.request.GET.items() if k != "page[number]"], quote_via=quote, safe="[],.-")
+        kept = self.plan.links_query
         path_url = path_url or self.urls.path
         start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
 

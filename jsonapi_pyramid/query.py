@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any, cast
+from urllib.parse import quote, urlencode
 
 from pyramid.request import Request
 
@@ -72,6 +73,8 @@ class QueryPlan:
     include_pages: dict[Any, Any] = field(default_factory=dict)
     #: ``stats[...]`` and ``group`` (``stats``), None when not asked for
     stats: StatsPlan | None = None
+    #: the query of a collection's page links: every parameter of the request but ``page[number]``, encoded
+    links_query: str = ""
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
@@ -88,7 +91,7 @@ class QueryPlan:
         return paths
 
 
-def query_parameters(request: Request) -> list[tuple[str, str, str, str | None, str | None]]:
+def query_parameters(request: Request) -> tuple[tuple[str, str, str, str | None, str | None], ...]:
     """The JSON:API query parameters of ``request``: ``(name, value, family, key, op)`` for each
     (``key`` and ``op`` are None for ``filter``, whose bracketed keys ``filter_syntax`` reads).
 
@@ -98,7 +101,19 @@ def query_parameters(request: Request) -> list[tuple[str, str, str, str | None, 
     (JSON:API's own families) or a malformed one is a 400 with ``source.parameter``; a repeated
     name or a NUL in a value too. Implementation-specific names (a member name with a character
     outside a-z) are left out, as JSON:API 1.1 allows. Whether a known family applies to the
-    endpoint (``sort`` on a single resource) is ``parse_query``'s to say."""
+    endpoint (``sort`` on a single resource) is ``parse_query``'s to say.
+
+    The answer depends on the query string alone: it is worked out once per application and
+    query string (``Registry.plans``; a refused one is checked again each time)."""
+    text = request.environ.get("QUERY_STRING", "")
+    plans = get_registry(request).plans
+    found: tuple[tuple[str, str, str, str | None, str | None], ...] | None = plans.get(text)
+    if found is None:
+        found = plans.put(text, tuple(_check_parameters(request)))
+    return found
+
+
+def _check_parameters(request: Request) -> list[tuple[str, str, str, str | None, str | None]]:
     try:
         items = list(request.GET.items())
     except UnicodeDecodeError:
@@ -143,22 +158,50 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
 
     ``collection`` is true for lists, related to-many and to-many linkage reads: only those take
     ``sort``, ``filter`` and ``page``.
+
+    A plan depends on the query string, the ``Accept`` header (the cursor profile), the type and
+    ``collection``, and on nothing of the caller but the ``restricted=`` rules of the filter, sort
+    and stats paths it names: it is parsed once per application for those (``Registry.plans``,
+    only when it parses without an error) and kept with the paths to check, which are checked
+    again, in the same order, for each caller. So the plan is shared between requests: read it,
+    never change it.
     """
+    environ = request.environ
+    key = (environ.get("QUERY_STRING", ""), environ.get("HTTP_ACCEPT"), definition, collection)
+    plans = get_registry(request).plans
+    found = plans.get(key)
+    if found is not None:
+        for target, path, parameter in found[1]:
+            check_restricted_path(request, target, path, parameter)
+        return cast("QueryPlan", found[0])
+    checks: list[tuple[Any, tuple[Any, ...], str]] = []
+
+    def check(target: Any, path: tuple[Any, ...], parameter: str) -> None:
+        check_restricted_path(request, target, path, parameter)
+        checks.append((target, path, parameter))
+
+    plan = _parse_query(request, definition, collection, check)
+    plans.put(key, (plan, tuple(checks)))
+    return plan
+
+
+def _parse_query(request: Request, definition: ResourceDefinition, collection: bool, check: Any) -> QueryPlan:
+    """``parse_query`` without the cache; ``check(target, path, parameter)``: the restricted-path rule."""
     registry = get_registry(request)
     settings = registry.settings
     plan = QueryPlan()
     given = _read_parameters(request, registry, definition, plan, collection)
     if given.filters:
-        plan.filters = list(parse_filters(
-            registry, definition, given.filters, parse_term,
-            lambda target, path, parameter: check_restricted_path(request, target, path, parameter)))
+        plan.filters = list(parse_filters(registry, definition, given.filters, parse_term, check))
     for sort_key in plan.sort:
-        check_restricted_path(request, definition, sort_key.path, "sort")
+        check(definition, sort_key.path, "sort")
     profile = profile_requested(request)
     plan.include_pages = include_pages(definition, plan.include, given.include_pages, settings, profile)
     if collection:
-        plan.stats = parse_stats(request, definition, given.stats, given.group)
+        plan.stats = parse_stats(check, definition, given.stats, given.group)
         plan.page = _parse_page(given.page, settings, profile)
+        plan.links_query = urlencode([(k, v) for k, v in request.GET.items() if k != "page[number]"],
+                                     quote_via=quote, safe="[],.-")
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)
     return plan

@@ -31,7 +31,6 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.util import ClauseAdapter
 
-from .acl import check_restricted_path
 from .connection import dialect_name, execute
 from .errors import BadRequest
 from .schema import enum_choices
@@ -55,9 +54,11 @@ class StatsPlan:
 
 # -- parse ---------------------------------------------------------------------------------------
 
-def parse_stats(request: Request, definition: Any, stats: list[tuple[str, str, str]],
+def parse_stats(check_path: Any, definition: Any, stats: list[tuple[str, str, str]],
                 group: tuple[str, str] | None) -> StatsPlan | None:
-    """``stats``: (parameter, key, value) of each ``stats[<key>]``; ``group``: (parameter, value)."""
+    """``stats``: (parameter, key, value) of each ``stats[<key>]``; ``group``: (parameter, value);
+    ``check_path(definition, path, parameter)``: the caller's ``restricted=`` rule
+    (``acl.check_restricted_path``)."""
     if not stats:
         if group is not None:
             raise BadRequest("'group' needs a stats[...] parameter.", parameter=group[0])
@@ -71,18 +72,18 @@ def parse_stats(request: Request, definition: Any, stats: list[tuple[str, str, s
             offered = definition.stats.get(key, ())
             if not offered:
                 raise BadRequest(f"{definition.type!r} has no statistics of {key!r}.", parameter=parameter)
-            check_restricted_path(request, definition, (key,), parameter)
+            check_path(definition, (key,), parameter)
         for function in functions:
             if function not in offered:
                 known = "an unknown function" if function not in FUNCTIONS else "not offered"
                 raise BadRequest(f"{function!r} of {key!r} is {known} (offered: {', '.join(offered)}).",
                                  parameter=parameter)
         requested[key] = tuple(f for f in FUNCTIONS if f in functions)
-    paths = _parse_group(request, definition, group) if group is not None else ()
+    paths = _parse_group(check_path, definition, group) if group is not None else ()
     return StatsPlan(requested, paths)
 
 
-def _parse_group(request: Request, definition: Any, group: tuple[str, str]) -> tuple[tuple[str, ...], ...]:
+def _parse_group(check_path: Any, definition: Any, group: tuple[str, str]) -> tuple[tuple[str, ...], ...]:
     parameter, value = group
     paths = []
     for item in value.split(","):
@@ -98,7 +99,7 @@ def _parse_group(request: Request, definition: Any, group: tuple[str, str]) -> t
             if index < len(path) - 1 or field is None or field.kind not in ORDERED_KINDS or not ordered:
                 raise BadRequest(f"{item!r} is not an attribute or to-one path of {definition.type!r} to group by.",
                                  parameter=parameter)
-        check_restricted_path(request, definition, path, parameter)
+        check_path(definition, path, parameter)
         if path not in paths:
             paths.append(path)
     return tuple(paths)
