@@ -27,7 +27,7 @@ def main() -> None:
 
         print(f"jsonapi_pyramid from {jsonapi_pyramid.__file__}", flush=True)
     serve(Counting(app, source), host="127.0.0.1", port=port, threads=THREADS, _quiet=True,
-          connection_limit=200, channel_timeout=60)
+          connection_limit=1000, channel_timeout=30)
 
 
 if __name__ == "__main__":
