@@ -23,7 +23,6 @@ from typing import Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
-from sqlalchemy.engine.result import result_tuple
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
@@ -33,7 +32,7 @@ from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
 from .stats import load_stats
-from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
+from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage
 
 __all__ = ["Loaded", "count_of", "load_linkage", "load_metas"]
 
@@ -212,13 +211,8 @@ def load_item(request: Request, definition: Any, resource_id: Any, *, record: bo
             value = request.dbsession.scalars(statement, parameters).first()
         return value if not linkage else (None, None) if value is None else (value, b"")
     if columns is not None:
-        row = execute(request, statement, parameters).first()
-        if row is None:
-            return None, None
-        size = len(columns)  # the record of item_columns, then the linkage columns
-        return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])
-    row = request.dbsession.execute(statement, parameters).first()
-    return (None, None) if row is None else (row[0], linkage_bytes(row[1:]))
+        return split_linkage(execute(request, statement, parameters).first(), columns)
+    return split_linkage(request.dbsession.execute(statement, parameters).first(), None)
 
 
 def read_records(request: Request, statement: Any, parameters: Any = None) -> list[Any]:

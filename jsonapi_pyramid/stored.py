@@ -9,12 +9,11 @@ from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import bindparam, select
-from sqlalchemy.engine.result import result_tuple
 
 from .connection import execute
 from .contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
-from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
+from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage
 
 __all__ = ["load_stored", "load_stored_many", "load_stored_tagged"]
 
@@ -83,10 +82,6 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
     statement = get_registry(request).statements.get(request, ("stored-tagged", definition, dialect_of(request).name), build,
                                                      parameters)
     if columns is not None:
-        row = execute(request, statement, parameters).first()
-        if row is None:
-            return None, None
-        size = len(columns)  # the record of item_columns, then the linkage columns
-        return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])
-    row = request.dbsession.execute(statement, parameters, execution_options={"populate_existing": True}).first()
-    return (None, None) if row is None else (row[0], linkage_bytes(row[1:]))
+        return split_linkage(execute(request, statement, parameters).first(), columns)
+    return split_linkage(request.dbsession.execute(statement, parameters, execution_options={"populate_existing": True})
+                         .first(), None)

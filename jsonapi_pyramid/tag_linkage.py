@@ -10,13 +10,14 @@ from pyramid.request import Request
 from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.orm import aliased
 
 from .connection import execute
 from .contract import get_registry
 from .idlists import dialect_of
 
-__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "read_linkage"]
+__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "read_linkage", "split_linkage"]
 
 # -- the linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst) --
 #
@@ -114,3 +115,15 @@ def read_linkage(request: Request, definition: Any, resource_id: Any) -> bytes:
         request, ("linkage", definition, dialect_of(request).name),
         lambda: select(*linkage_columns(request, definition)), parameters)
     return linkage_bytes(execute(request, statement, parameters).one())
+
+
+def split_linkage(row: Any, columns: Any) -> tuple[Any, bytes | None]:
+    """A row read with ``linkage_columns`` after the value's own: (the value, the linkage part of
+    its tag); ``(None, None)`` for no row. ``columns``: the record's columns (the value is a record
+    of them), or None (the value is the row's first element, a mapped instance)."""
+    if row is None:
+        return None, None
+    if columns is None:
+        return row[0], linkage_bytes(row[1:])
+    size = len(columns)
+    return result_tuple(row._fields[:size])(row[:size]), linkage_bytes(row[size:])

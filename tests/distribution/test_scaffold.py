@@ -43,9 +43,12 @@ def project(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="module")
 def python(project, tmp_path_factory) -> pathlib.Path:
+    return _layered_venv(tmp_path_factory.mktemp("project-venv") / "venv", project)
+
+
+def _layered_venv(venv: pathlib.Path, project: pathlib.Path) -> pathlib.Path:
     """A venv that sees this venv's packages (``site.addsitedir``, so their .pth files work too)
-    and has the project installed into it, editable, with its entry points."""
-    venv = tmp_path_factory.mktemp("project-venv") / "venv"
+    and has the project installed into it, editable, with its entry points; its python."""
     _run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     site_packages = pathlib.Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
@@ -142,13 +145,7 @@ def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
     root = tmp_path_factory.mktemp("tutorial")
     project = root / "bookshelf"
     _run([BIN / "jsonapi-pyramid-new", "bookshelf", "--directory", project])
-    venv = root / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", venv])
-    python = venv / "bin" / "python"
-    site_packages = pathlib.Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
-    (site_packages / "_layered_on_dev.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index",
-          "--no-build-isolation", "-e", project])
+    python = _layered_venv(root / "venv", project)
     database = root / "notes.sqlite"
     ini = (project / "development.ini").read_text().replace(
         "sqlalchemy.url = sqlite:///%(here)s/var/bookshelf.sqlite", f"sqlalchemy.url = sqlite:///{database}")
