@@ -14,6 +14,7 @@ from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME
 from .components import ComponentsMixin
 from .conditional import add_conditional_requests
+from .idempotency import add_idempotency
 from .parameters import ParametersMixin
 from .paths import PathsMixin
 
@@ -31,7 +32,8 @@ def get_document(registry: Any) -> dict[Any, Any]:
 
 def build_document(registry: Any) -> dict[Any, Any]:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
-    return add_conditional_requests(_Builder(registry).build(), get_registry(registry))
+    jsonapi = get_registry(registry)
+    return add_idempotency(add_conditional_requests(_Builder(registry).build(), jsonapi), jsonapi)
 
 
 class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):

@@ -149,3 +149,21 @@ def test_a_secret_is_never_kept(api, db, blog):
     second = api.post("/api/tokens", body, headers=headers, status=201)
     assert first.json["data"]["attributes"]["token"] != second.json["data"]["attributes"]["token"]
     assert db.scalar(select(func.count()).select_from(idempotency.table)) == 0
+
+
+def test_the_openapi_document_names_the_header_on_every_write(api):
+    """Every POST, PATCH and DELETE under the API root takes ``Idempotency-Key`` and may answer 409
+    (in flight) and 422 (reused); a replayed success carries ``Idempotent-Replayed``; reads do not
+    take it (the document once did not name the header at all)."""
+    document = api.get("/api/openapi.json", status=200).json
+    assert document["components"]["parameters"]["IdempotencyKey"]["name"] == "Idempotency-Key"
+    header = {"$ref": "#/components/parameters/IdempotencyKey"}
+    writes = [(path, method, operation) for path, operations in document["paths"].items() if path.startswith("/api")
+              for method, operation in operations.items() if method in ("post", "patch", "delete")]
+    assert ("/api/operations", "post") in {(path, method) for path, method, _ in writes}
+    for path, method, operation in writes:
+        assert header in operation["parameters"], (path, method)
+        assert {"409", "422"} <= set(operation["responses"]), (path, method)
+    created = document["paths"]["/api/articles"]["post"]["responses"]["201"]
+    assert "Idempotent-Replayed" in created["headers"]
+    assert header not in document["paths"]["/api/articles"]["get"]["parameters"]

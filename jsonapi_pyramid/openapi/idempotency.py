@@ -1,0 +1,51 @@
+"""The OpenAPI description of ``Idempotency-Key`` (``jsonapi.idempotency``; ``idempotency.py``): the
+header on every write under the API root, its 409 (the same key still in flight) and 422 (the
+same key sent with another request), and ``Idempotent-Replayed`` on a replayed answer."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..idempotency import METHODS
+
+__all__ = ["add_idempotency"]
+
+_PARAMETER = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "A key of the client's (1-255 printable characters, or a quoted string), unique per "
+                   "change: a retried request with the same key and the same request gets the first answer "
+                   "again (`Idempotent-Replayed: true`) and changes nothing more; with another request, 422; "
+                   "while the first is still running, 409 with `Retry-After`. Keys expire after "
+                   "`jsonapi.idempotency_ttl_seconds`.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+}
+_REPLAYED = {"description": "`true` on an answer replayed for a retried `Idempotency-Key`.",
+             "schema": {"type": "string", "enum": ["true"]}}
+
+
+def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
+    """Add the header to every write operation under the API root of ``document`` (in place;
+    returned) when ``jsonapi.idempotency`` is on; ``jsonapi``: the registry."""
+    if not jsonapi.settings["idempotency"]:
+        return document
+    root = "/" + jsonapi.settings["root_name"]
+    components = document["components"]
+    components["parameters"]["IdempotencyKey"] = _PARAMETER
+    components.setdefault("headers", {})["IdempotentReplayed"] = _REPLAYED
+    methods = {method.lower() for method in METHODS}
+    for path, operations in document["paths"].items():
+        if path != root and not path.startswith(root + "/"):
+            continue
+        for method, operation in operations.items():
+            if method not in methods:
+                continue
+            # a new list: operations may share one list of parameters
+            operation["parameters"] = [*operation.get("parameters", []), {"$ref": "#/components/parameters/IdempotencyKey"}]
+            responses = operation.setdefault("responses", {})
+            for status in ("409", "422"):
+                responses.setdefault(status, {"$ref": f"#/components/responses/{'Conflict' if status == '409' else 'ValidationError'}"})
+            for status, response in responses.items():
+                if status.startswith("2") and "$ref" not in response:
+                    response["headers"] = {**response.get("headers", {}),
+                                           "Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}}
+            operation["responses"] = dict(sorted(responses.items()))
+    return document
