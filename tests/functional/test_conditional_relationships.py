@@ -125,6 +125,6 @@ def test_the_openapi_document_describes_the_tags_of_relationship_writes(api):
         headers = paths["/api/articles/{id}/relationships/tags"][method]["responses"]["200"]["headers"]
         assert {"ETag", "X-Resource-ETag"} <= set(headers), method
     headers = paths["/api/comments/{id}/relationships/author"]["patch"]["responses"]["204"]["headers"]
-    assert set(headers) == {"X-Resource-ETag"}
+    assert "X-Resource-ETag" in headers and "ETag" not in headers  # (and Idempotent-Replayed: a replayed 204)
     update = paths["/api/articles/{id}"]["patch"]["responses"]["200"]["headers"]
     assert {"ETag", "X-Resource-ETag"} <= set(update)
