@@ -336,7 +336,7 @@ def get_tm_session(session_factory: Any, transaction_manager: Any, request: Requ
         session = session_factory(info={"request": request})
         zope.sqlalchemy.register(session, transaction_manager=transaction_manager)
         return session
-    return session_factory(info={"request": request, tm_join.TRANSACTION_MANAGER: transaction_manager})
+    return tm_join.joined_session(session_factory, transaction_manager, request)
 
 
 def pshell_setup(env: dict[str, Any]) -> Iterator[None]:
@@ -385,7 +385,7 @@ def includeme(config: Configurator) -> None:
             if is_http_read(request):
                 session = read_session(session_factory, request)
             else:
-                session = get_tm_session(tm_session_factory, request.tm, request)
+                session = tm_join.joined_session(tm_session_factory, request.tm, request)
         return session
 
     def dbconnection(request: Request) -> Any:

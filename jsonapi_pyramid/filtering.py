@@ -18,13 +18,14 @@ from itertools import count as numbering
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import Boolean, Enum, String, and_, bindparam, case, false, func, inspect, not_, or_, select, true, type_coerce
+from sqlalchemy import Boolean, Enum, String, and_, bindparam, false, func, inspect, not_, or_, select, true, type_coerce
 from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name
 from .contract import ResourceDefinition
 from .filter_syntax import CountTerm, Group, Quantified
 from .filter_terms import FilterTerm
+from .schema import declared_position
 
 __all__ = ["bound_filter_value", "declared_order", "filter_criterion", "filter_parameters", "filter_shape",
            "filters_criterion", "related_aggregate", "related_count"]
@@ -280,7 +281,7 @@ def declared_order(expression: Any, sql_type: Any, dialect: str) -> Any:
     a ``VARCHAR`` enumeration would compare the text. Anything else: ``expression``."""
     if not isinstance(sql_type, Enum) or not sql_type.enums or (dialect == "postgresql" and sql_type.native_enum):
         return expression
-    return case({value: index for index, value in enumerate(sql_type.enums)}, value=expression)
+    return declared_position(expression, sql_type)
 
 
 def filter_criterion(request: Request, definition: ResourceDefinition, term: FilterTerm, name: str = "jsonapi_filter") -> Any:

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import inspect
+from sqlalchemy import String, case, cast, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
-__all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "enum_choices",
+__all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
            "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
@@ -58,6 +58,12 @@ def column_kind(column_type: Any) -> str:
         if isinstance(column_type, sql_type):
             return kind
     return "other"
+
+
+def declared_position(expression: Any, column_type: Any) -> Any:
+    """SQL of the position of an ``Enum`` column's value in its declaration (``CASE``, over the
+    value as text, so a native PostgreSQL enumeration compares too)."""
+    return case({value: index for index, value in enumerate(column_type.enums)}, value=cast(expression, String))
 
 
 def enum_choices(column_type: Any) -> dict[str, Any]:

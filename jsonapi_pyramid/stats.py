@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import Integer, String, case, cast, func, inspect
+from sqlalchemy import Integer, String, cast, func, inspect
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name, execute
 from .errors import BadRequest
-from .schema import enum_choices
+from .schema import declared_position, enum_choices
 from .stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
 
 __all__ = ["PROFILE", "StatsPlan", "apply_stats", "load_stats", "parse_stats"]
@@ -194,7 +194,7 @@ def _ranked(field: Any, expression: Any) -> Any:
     declaration (as ``sort`` and ``lt``/``gt`` order it, ``_from_ranked``), anything else as
     ``_comparable``."""
     if field.kind == "enum" and getattr(field.sql_type, "enums", None):
-        return case({value: index for index, value in enumerate(field.sql_type.enums)}, value=cast(expression, String))
+        return declared_position(expression, field.sql_type)
     return _comparable(field, expression)
 
 

@@ -30,7 +30,7 @@ from sqlalchemy import event
 from transaction._transaction import Status  # what zope.sqlalchemy's before_commit compares with
 from zope.sqlalchemy.datamanager import join_transaction, mark_changed
 
-__all__ = ["TRANSACTION_MANAGER", "register_on_factory"]
+__all__ = ["TRANSACTION_MANAGER", "joined_session", "register_on_factory"]
 
 #: The key of ``session.info`` that holds the transaction manager a session is joined to.
 TRANSACTION_MANAGER = "transaction_manager"
@@ -45,6 +45,12 @@ def register_on_factory(factory: Any) -> None:
     event.listen(factory, "after_bulk_delete", _after_bulk)
     event.listen(factory, "before_commit", _before_commit)
     event.listen(factory, "do_orm_execute", _do_orm_execute)
+
+
+def joined_session(factory: Any, transaction_manager: Any, request: Any) -> Any:
+    """A session of ``factory`` (one ``register_on_factory`` was applied to) joined to
+    ``transaction_manager`` by the factory's listeners."""
+    return factory(info={"request": request, TRANSACTION_MANAGER: transaction_manager})
 
 
 def registered_on(factory: Any) -> bool:
