@@ -147,3 +147,15 @@ def test_an_attempt_too_busy_to_check_is_503_and_not_counted(api, blog, db, monk
     assert db.scalar(select(func.count()).select_from(LoginFailure)) == 0
     fail(api, 10)  # the limit is whole
     attempt(api, "alice@example.com", "alice-password", status=429)
+
+
+def test_retry_after_never_exceeds_the_window():
+    """A failure another process counted just after this request read the clock is a moment
+    younger than ``now``: Retry-After is still at most the window (once 3601 for 3600)."""
+    from jsonapi_blog.throttling import _seconds_left
+
+    now = utcnow()
+    window = dt.timedelta(seconds=3600)
+    assert _seconds_left(now + dt.timedelta(milliseconds=300), window, now) == 3600
+    assert _seconds_left(now - dt.timedelta(seconds=3599, milliseconds=500), window, now) == 1
+    assert _seconds_left(now - dt.timedelta(seconds=4000), window, now) == 1
