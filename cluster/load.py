@@ -231,6 +231,7 @@ def judge_writes(load: Load, engine) -> dict:
                "updates_acknowledged": sum(1 for a in load.answers if a[2] == "update" and a[3] == 200),
                "writers_whose_last_acknowledged_update_is_missing": len(lost_updates),
                "acknowledged_writes_without_position": load.without_position,
+               "creates_replayed_from_their_key": load.replayed_creates,
                "acknowledged_writes_not_read_back_next": len(load.unread)}
     assert missing == [] and doubled == [] and lost_updates == [], figures
     assert load.unread == [] and load.without_position == 0, (figures, load.unread[:5])

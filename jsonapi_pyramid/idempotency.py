@@ -52,6 +52,7 @@ from sqlalchemy import (
 from zope.sqlalchemy.datamanager import mark_changed
 
 from .errors import BadRequest, JsonApiError
+from .replicas import note_committed_earlier
 
 __all__ = ["HEADER", "idempotency_tween_factory", "metadata", "purge_expired", "table"]
 
@@ -185,6 +186,7 @@ def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
             if row.fingerprint != fingerprint:
                 raise KeyReused("This Idempotency-Key was used for another request (method, URL or body).",
                                 header=HEADER)
+            note_committed_earlier(request)  # its client reads the write next: where it is
             return _replay(row)
         response = handler(request)
         if _storable(request, response):

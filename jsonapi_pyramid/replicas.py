@@ -15,6 +15,9 @@ polling for at most ``db.read_wait`` seconds (default 0.5), and otherwise on the
 without a position, or whose replica cannot be reached, is served as it comes: on the replica,
 or on the primary when no replica answers.
 
+An idempotent replay (``idempotency.py``) commits nothing itself but answers a write committed
+earlier; it carries the position too.
+
 When the position cannot be read after a commit (the primary died right after it: the write is
 committed, on the synchronous standby too), the answer carries the position ``primary`` instead:
 a read that sends it back runs on the primary (the new one after a failover), so the client
@@ -36,7 +39,8 @@ from sqlalchemy.exc import DBAPIError
 from .connection import utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 
-__all__ = ["ON_PRIMARY", "POSITION_COOKIE", "POSITION_HEADER", "position_tween_factory", "read_connection"]
+__all__ = ["ON_PRIMARY", "POSITION_COOKIE", "POSITION_HEADER", "note_committed_earlier", "position_tween_factory",
+           "read_connection"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,13 @@ def note_commit(session: Any) -> None:
     """Session ``after_commit``: the request's answer will carry the primary's WAL position."""
     request = session.info.get("request")
     if request is not None:
-        request.environ[_COMMITTED] = True
+        note_committed_earlier(request)
+
+
+def note_committed_earlier(request: Request) -> None:
+    """The answer stands for a write committed before (an idempotent replay commits nothing of its
+    own): it carries the primary's position too, which is at or past that commit."""
+    request.environ[_COMMITTED] = True
 
 
 def requested_position(request: Request) -> str | None:

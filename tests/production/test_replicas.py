@@ -146,3 +146,22 @@ def test_a_write_whose_position_cannot_be_read_sends_its_client_to_the_primary(r
     with statements_on(primary) as on_primary, statements_on(replica) as on_replica:
         routed.get(url, headers={**headers, "Cookie": f"{POSITION_COOKIE}={ON_PRIMARY}"})
     assert on_primary and on_replica == []
+
+
+def test_a_replayed_write_tells_its_client_where_to_read_it(routed, db):
+    """A create retried with its Idempotency-Key (its first answer was lost, say in a failover) is
+    replayed without a commit of its own; the replay still carries a position, so that the
+    client's next read finds the write (the cluster's failover test saw one without)."""
+    _user, headers = make_account(db, "retrier@example.com")
+    keyed = {**headers, "Content-Type": MEDIA_TYPE, "Idempotency-Key": '"once"'}
+    body = {"data": {"type": "articles", "attributes": {"title": "Retried", "status": "published"}}}
+    first = routed.post_json("/api/articles", body, headers=keyed)
+    routed.cookiejar.clear()
+    with statements_on(routed.app.registry["db.engine"]) as on_primary:
+        replayed = routed.post_json("/api/articles", body, headers=keyed)
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.body == first.body
+    assert on_primary[-1] == "SELECT CAST(pg_current_wal_insert_lsn() AS text)"  # read after the replay
+    position = replayed.headers[POSITION_HEADER]
+    assert position != ON_PRIMARY
+    assert replayed.headers["Set-Cookie"].startswith(f"{POSITION_COOKIE}={position};")
