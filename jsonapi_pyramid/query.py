@@ -198,7 +198,7 @@ def _parse_query(request: Request, definition: ResourceDefinition, collection: b
     profile = profile_requested(request)
     plan.include_pages = include_pages(definition, plan.include, given.include_pages, settings, profile)
     if collection:
-        plan.stats = parse_stats(check, definition, given.stats, given.group)
+        plan.stats = parse_stats(check, definition, given.stats, given.group, settings["max_include_depth"])
         plan.page = _parse_page(given.page, settings, profile)
         plan.links_query = urlencode([(k, v) for k, v in request.GET.items() if k != "page[number]"],
                                      quote_via=quote, safe="[],.-")

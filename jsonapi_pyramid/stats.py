@@ -55,10 +55,11 @@ class StatsPlan:
 # -- parse ---------------------------------------------------------------------------------------
 
 def parse_stats(check_path: Any, definition: Any, stats: list[tuple[str, str, str]],
-                group: tuple[str, str] | None) -> StatsPlan | None:
+                group: tuple[str, str] | None, max_depth: int) -> StatsPlan | None:
     """``stats``: (parameter, key, value) of each ``stats[<key>]``; ``group``: (parameter, value);
     ``check_path(definition, path, parameter)``: the caller's ``restricted=`` rule
-    (``acl.check_restricted_path``)."""
+    (``acl.check_restricted_path``); ``max_depth``: the relationships a ``group`` path may follow
+    (``max_include_depth``: each is a join, and a self-referential to-one has paths of any length)."""
     if not stats:
         if group is not None:
             raise BadRequest("'group' needs a stats[...] parameter.", parameter=group[0])
@@ -79,11 +80,12 @@ def parse_stats(check_path: Any, definition: Any, stats: list[tuple[str, str, st
                 raise BadRequest(f"{function!r} of {key!r} is {known} (offered: {', '.join(offered)}).",
                                  parameter=parameter)
         requested[key] = tuple(f for f in FUNCTIONS if f in functions)
-    paths = _parse_group(check_path, definition, group) if group is not None else ()
+    paths = _parse_group(check_path, definition, group, max_depth) if group is not None else ()
     return StatsPlan(requested, paths)
 
 
-def _parse_group(check_path: Any, definition: Any, group: tuple[str, str]) -> tuple[tuple[str, ...], ...]:
+def _parse_group(check_path: Any, definition: Any, group: tuple[str, str],
+                 max_depth: int) -> tuple[tuple[str, ...], ...]:
     parameter, value = group
     paths = []
     for item in value.split(","):
@@ -92,6 +94,9 @@ def _parse_group(check_path: Any, definition: Any, group: tuple[str, str]) -> tu
         for index, name in enumerate(path):
             relationship = current.relationships.get(name)
             if relationship is not None and not relationship.many:
+                if index >= max_depth:
+                    raise BadRequest(f"{item!r} follows more than {max_depth} relationships: a group path may "
+                                     f"follow at most {max_depth}.", parameter=parameter)
                 current = relationship.target_definition
                 continue
             field = current.fields.get(name)

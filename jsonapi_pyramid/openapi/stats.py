@@ -26,19 +26,33 @@ def stats_parameters(builder: Any, definition: Any) -> list[Any]:
             f"stats[{name}]", list(functions), f"Statistics of `{name}` over the filtered set, in "
             f"`meta.stats.{name}`: `count` (non-null values), `minimum`, `maximum`, `sum` (in the attribute's own "
             "representation), `average` (a number).")))
-    paths = _group_paths(definition)
+    depth, most = builder.settings["max_include_depth"], builder.settings["max_groups"]
+    paths = _group_paths(definition, depth)
     if paths:
         params.append(builder._param(f"group.{T}", builder._list_param(
             "group", paths, "With `stats[...]`: the statistics per group in `meta.stats.groups`, keyed by these "
             "attributes or to-one relationships (an identifier, `null` when unset or hidden; dotted paths through "
-            f"to-one relationships too), ordered by key; more than {builder.settings['max_groups']} groups: 400.")))
+            f"at most {depth} to-one relationships too), ordered by key; more than {most} groups: 400.")))
     return params
 
 
-def _group_paths(definition: Any) -> list[str]:
-    attributes = [name for name, field in definition.fields.items() if field.kind in ORDERED_KINDS
-                  and (name in definition.sortable or "minimum" in definition.stats.get(name, ()))]
-    return attributes + [r.name for r in definition.relationships if not r.many]
+def _group_paths(definition: Any, max_depth: int) -> list[str]:
+    """Every path ``group`` takes: ordered attributes and to-one relationships, through at most
+    ``max_depth`` to-one relationships (as ``stats.parse_stats`` checks)."""
+    paths: list[str] = []
+
+    def walk(current: Any, prefix: str, depth: int) -> None:
+        paths.extend(prefix + name for name, field in current.fields.items() if field.kind in ORDERED_KINDS
+                     and (name in current.sortable or "minimum" in current.stats.get(name, ())))
+        if depth == max_depth:
+            return
+        for relationship in current.relationships:
+            if not relationship.many:
+                paths.append(prefix + relationship.name)
+                walk(relationship.target_definition, f"{prefix}{relationship.name}.", depth + 1)
+
+    walk(definition, "", 0)
+    return paths
 
 
 def stats_schema(builder: Any, type_name: str) -> dict[Any, Any]:
