@@ -256,11 +256,23 @@ def database_unavailable_view(exc: DBAPIError, request: Request) -> Any:
                     getattr(request, "request_id", "-"), str(exc.orig).strip().splitlines()[0])
         detail = "The request took longer than the service allows; try again later."
         return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
-    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+    if exc.connection_invalidated or (isinstance(exc, OperationalError) and _unreachable(exc.orig)):
         log.warning("database unavailable: %s", exc.orig)
         detail = "The database is not reachable; try again shortly."
         return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
     return internal_error_view(exc, request)
+
+
+#: What SQLite says when its file cannot be used now; its other OperationalErrors (no such table,
+#: a statement too large) are mistakes to report (500), not an outage to retry later.
+_SQLITE_OUTAGES = ("locked", "busy", "unable to open", "disk i/o", "disk is full")
+
+
+def _unreachable(orig: Any) -> bool:
+    if "sqlite" not in type(orig).__module__:
+        return True  # the driver could not reach the server, or the server's resources ran out
+    message = str(orig).lower()
+    return any(outage in message for outage in _SQLITE_OUTAGES)
 
 
 def pool_timeout_view(exc: PoolTimeout, request: Request) -> Any:

@@ -178,6 +178,23 @@ def test_a_database_that_stays_down_gives_503_after_the_bounded_attempts(tmp_pat
     assert len(calls) == 3
 
 
+@pytest.mark.parametrize("message,status", [("no such table: articles", 500), ("too many FROM clause terms, max: 200", 500),
+                                            ("database is locked", 503), ("unable to open database file", 503),
+                                            ("disk I/O error", 503)])
+def test_a_sqlite_error_is_503_only_when_the_database_cannot_be_reached(tmp_path, caplog, message, status):
+    """SQLite reports its own mistakes and a statement it cannot run as OperationalError too: a
+    missing table (migrations not run) or a query too large is no outage to retry later (it was
+    answered 503 "not reachable" with Retry-After), but a 500 whose traceback is logged."""
+    import sqlite3
+
+    calls = []
+    error = OperationalError("SELECT 1", {}, sqlite3.OperationalError(message))
+    app = probe_app(f"sqlite:///{tmp_path}/probe.sqlite", failing_view([error] * 3, calls))
+    response = app.get("/probe", expect_errors=True)
+    assert response.status_int == status
+    assert ("Retry-After" in response.headers) == (status == 503)
+
+
 def test_a_lost_unique_race_is_retried_and_gives_409_after_the_last_attempt(tmp_path):
     calls = []
     errors = [IntegrityError("INSERT", {}, psycopg.errors.UniqueViolation("duplicate key")) for _ in range(3)]
