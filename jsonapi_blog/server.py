@@ -17,6 +17,12 @@ drains instead (docs/deployment.rst, docs/cluster.rst):
 3. the process exits once no request is in flight and every answer is written, or after
    ``drain_timeout`` seconds (default 30) at the latest.
 
+**Answers without a body.** Waitress (3.0.2) closes the connection after every 204 and 304: it
+sends no ``Content-Length`` for them (rightly) and then treats the missing length as an unknown
+one. Such an answer ends with its headers (RFC 9112 section 6.3), so the runner keeps the
+connection open, as for any other answer; a client that asked for ``Connection: close`` still gets
+it. A revalidation (``If-None-Match`` -> 304) thus costs no new TCP connection.
+
 **Open files.** Each client connection is a file descriptor: the soft open-file limit is raised
 (up to the hard one) to ``connection_limit`` plus room for the pool and the rest, so that many
 slow clients meet waitress's ``connection_limit`` rather than "too many open files".
@@ -31,7 +37,9 @@ import threading
 import time
 
 from waitress import serve_paste
+from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer, create_server
+from waitress.task import WSGITask
 
 DEFAULT_PORT = "6543"
 #: Descriptors besides client connections: database connections, logs, libraries, the trigger.
@@ -56,6 +64,7 @@ def serve(app, global_conf, **settings):
         os._exit(1)
     if not isinstance(server, BaseWSGIServer):  # several listening sockets: waitress's own loop
         return serve_paste(app, global_conf, **settings)
+    keep_bodyless_answers_open(server)
     logging.basicConfig()
     server.print_listen("Serving on http://{}:{}")
     host, port = server.effective_host, server.effective_port
@@ -65,6 +74,35 @@ def serve(app, global_conf, **settings):
     signal.signal(signal.SIGTERM, drain.begin)
     drain.run(server, grace, timeout)
     return 0
+
+
+class _KeepOpenTask(WSGITask):
+    """A task whose 1xx, 204 or 304 answer leaves the connection open (HTTP/1.1)."""
+
+    _bodyless_keep_open = False
+
+    def build_response_header(self):
+        self._bodyless_keep_open = (self.version == "1.1" and not self.has_body and not self.close_on_finish
+                                    and self.request.headers.get("CONNECTION", "").lower() != "close")
+        try:
+            return super().build_response_header()
+        finally:
+            self._bodyless_keep_open = False
+
+    def set_close_on_finish(self) -> None:
+        # While the header is built, waitress asks to close only for the missing length.
+        if not self._bodyless_keep_open:
+            super().set_close_on_finish()
+
+
+class _KeepOpenChannel(HTTPChannel):
+    task_class = _KeepOpenTask
+
+
+def keep_bodyless_answers_open(server: BaseWSGIServer) -> BaseWSGIServer:
+    """Make ``server`` (waitress's ``create_server``) keep connections open after 204 and 304."""
+    server.channel_class = _KeepOpenChannel
+    return server
 
 
 def open_files_for(connections: int) -> int:

@@ -157,3 +157,30 @@ def test_the_open_file_limit_is_raised_for_the_connection_limit():
         pytest.skip(f"hard open-file limit {hard}")
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert output.split() == ["2256", "2256"]
+
+
+def test_a_304_keeps_the_connection_open(service):
+    """Waitress (3.0.2) closes the connection after every answer without a body (204, 304): a client
+    revalidating with If-None-Match paid a new TCP connection per 304, so the revalidation was
+    slower than the 200 it saves (bench S1r). The service's runner keeps it open."""
+    _ini, servers = service
+    connection = http.client.HTTPConnection("127.0.0.1", servers[0].port, timeout=10)
+    try:
+        connection.request("GET", "/api/articles", headers={"Accept": "application/vnd.api+json"})
+        first = connection.getresponse()
+        first.read()
+        socket_used = connection.sock
+        connection.request("GET", "/api/articles", headers={"Accept": "application/vnd.api+json",
+                                                             "If-None-Match": first.getheader("ETag")})
+        revalidated = connection.getresponse()
+        assert revalidated.read() == b""
+        assert revalidated.status == 304 and revalidated.getheader("Connection") is None
+        assert not revalidated.will_close and connection.sock is socket_used
+        connection.request("GET", "/api/articles", headers={"Accept": "application/vnd.api+json",
+                                                             "If-None-Match": first.getheader("ETag"),
+                                                             "Connection": "close"})
+        last = connection.getresponse()
+        last.read()
+        assert last.status == 304 and last.will_close  # a client that asks for close still gets it
+    finally:
+        connection.close()
