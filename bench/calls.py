@@ -124,7 +124,7 @@ def by_package(stats) -> dict:
     return {name: round(value / whole, 3) for name, value in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
-def measure(caller, source, profile_n: int, timed_n: int, top: int = 0) -> dict:
+def measure(caller, source, profile_n: int, timed_n: int, top: int = 0, by_stage: bool = False) -> dict:
     from counting import Counting
 
     counting = Counting(lambda e, s: None, source)  # only its statement counter is used
@@ -147,6 +147,10 @@ def measure(caller, source, profile_n: int, timed_n: int, top: int = 0) -> dict:
         best = min(best, (time.process_time() - started) / timed_n)
     out["cpu_us"] = best * 1e6
     out["packages"] = by_package(stats)
+    if by_stage:  # one more request under sys.setprofile: its calls by stage of the request's path
+        from calltree import record, stages
+
+        out["stages"] = stages(record(caller))
     if top:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
@@ -186,7 +190,7 @@ def run(url: str, apps: list[str], scenarios: list[str], profile_n: int = 20, ti
                 body = caller()
                 if app == "ours":
                     ours_answer = (request, request.expect, len(body))
-                results[(scenario, app)] = measure(caller, source, profile_n, timed_n, top)
+                results[(scenario, app)] = measure(caller, source, profile_n, timed_n, top, by_stage=app == "ours")
                 results[(scenario, app)]["bytes"] = len(body)
                 r = results[(scenario, app)]
                 log(f"{scenario:4} {app:12} {r['calls']:9.0f} calls  {r['statements']:5.1f} stmts  "

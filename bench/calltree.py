@@ -7,7 +7,8 @@ Python and C calls made in its subtree (itself included), largest first, indente
 subtree under ``--min`` calls (default 10) is left out. Where ``calls.py`` says how many calls a
 request makes and which functions take the most own time, this says which step of the request's
 path (tweens, traversal, the view, loading, the document, rendering, the finished callbacks) they
-belong to. Without a database URL in ``BENCH_CALLS_URL`` it uses ``calls.py``'s seeded SQLite file.
+belong to; its last line sums them by stage (``stages``: the nearest library function above each
+call decides). Without a database URL in ``BENCH_CALLS_URL`` it uses ``calls.py``'s seeded SQLite file.
 """
 from __future__ import annotations
 
@@ -69,6 +70,52 @@ def totals(node: Node, into: dict[int, int]) -> int:
     return total
 
 
+#: The request's path, stage by stage: a library module (or package) -> its stage. A call belongs to
+#: the stage of the nearest library function above it (SQLAlchemy's work for ``loading`` is load);
+#: calls with none above them are the server's and Pyramid's (the router, the tween chain, webob).
+STAGES = {
+    "tweens (CORS, negotiation, logs, metrics, ...)": ("cors", "negotiation", "logging", "observability", "replicas",
+                                                       "deadlines", "idempotency", "health"),
+    "traversal and security": ("traversal", "security", "acl", "contract"),
+    "parse": ("query", "filtering", "filter_syntax", "filter_terms", "sorting", "pagination", "include_pages",
+              "identifiers", "body", "validation", "stats_rules", "hints"),
+    "load (SQL)": ("loading", "includes", "stored", "tag_linkage", "connection", "schema", "stats", "idlists",
+                   "relationships"),
+    "build": ("document", "records", "urls", "transformer", "jsontypes"),
+    "render and ETag": ("renderer", "conditional"),
+    "session and transaction": ("db", "tm_join", "locking"),
+    "write (changes, flush)": ("writes", "changes", "plain_writes", "operations", "atomic", "preconditions"),
+    "views": ("views",),
+}
+_STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}
+SERVER = "server and Pyramid (router, tween chain, webob)"
+
+
+def _stage(name: str) -> str | None:
+    """The stage of a recorded function (``file:line:name``), when it is the library's or the blog's."""
+    filename = name.split(":", 1)[0]
+    if filename.startswith("jsonapi_blog/"):
+        return "the application (jsonapi_blog)"
+    if not filename.startswith("jsonapi_pyramid/"):
+        return None
+    module = filename[len("jsonapi_pyramid/"):].removesuffix(".py").split("/")[0]
+    return _STAGE_OF.get(module, "other library code")
+
+
+def stages(root: Node) -> dict[str, int]:
+    """Calls per stage (``STAGES``) of one recorded request, largest first."""
+    counts: dict[str, int] = {}
+
+    def walk(node: Node, stage: str) -> None:
+        for child in node.children.values():
+            own = _stage(child.name) or stage
+            counts[own] = counts.get(own, 0) + child.count
+            walk(child, own)
+
+    walk(root, SERVER)
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def show(node: Node, sums: dict[int, int], depth: int, smallest: int, indent: str = "") -> None:
     for child in sorted(node.children.values(), key=lambda c: -sums[id(c)]):
         if sums[id(child)] < smallest:
@@ -99,6 +146,7 @@ def main() -> int:
     sums: dict[int, int] = {}
     print(f"{args.scenario} {args.app}: {totals(tree, sums)} calls")
     show(tree, sums, args.depth, args.min)
+    print("by stage:", ", ".join(f"{stage} {n}" for stage, n in stages(tree).items()))
     return 0
 
 
