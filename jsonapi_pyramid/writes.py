@@ -93,6 +93,10 @@ def create(write: Write) -> Any:
     _begin(write, "create")
     request, definition = write.request, write.context.definition
     changes = validate_resource(request, definition, write.data)
+    plain = definition.plain_writes
+    entity = plain.insert(request, definition, changes) if plain is not None else None
+    if entity is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
+        return entity
     entity = definition.model()
     if changes.id is not None:
         setattr(entity, definition.id_attribute, changes.id)
@@ -107,6 +111,9 @@ def update(write: Write) -> Any:
     _begin(write, "update")
     request, context = write.request, write.context
     changes = validate_resource(request, context.definition, write.data, entity=context.entity)
+    plain = context.definition.plain_writes
+    if plain is not None and plain.update(request, context.definition, context.entity, changes):
+        return context.entity  # one Core UPDATE (or none), without the unit of work (``plain_writes``)
     apply_changes(request, context.definition, context.entity, changes)
     _flush(request, "/data/relationships")
     return context.entity
