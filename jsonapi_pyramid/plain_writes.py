@@ -66,6 +66,17 @@ class ToOne:
     prop: Any
     pairs: tuple[tuple[str, str], ...]  # (local column key, target attribute key)
     reverse: tuple[str, ...]  # the target's relationships back to the type (expired when loaded)
+    reverse_attributes: tuple[Any, ...]  # their class attributes (a backref fires their events)
+
+    def quiet(self) -> bool:
+        """No listener on the relationship, nor on the way back, but SQLAlchemy's own."""
+        if not _quiet_listeners(self.prop.class_attribute.dispatch.set):
+            return False
+        for attribute in self.reverse_attributes:
+            events = attribute.dispatch
+            if not (_quiet_listeners(events.append) and _quiet_listeners(events.set) and _quiet_listeners(events.remove)):
+                return False
+        return True
 
 
 class PlainWrites:
@@ -99,7 +110,7 @@ class PlainWrites:
             return None
         for relationship, target in changes.relationships:
             to_one = self.to_ones.get(relationship.prop.key)
-            if to_one is None or not _quiet_listeners(to_one.prop.class_attribute.dispatch.set):
+            if to_one is None or not to_one.quiet():
                 return None
             if target is not None and not inspect(target).persistent:
                 return None
@@ -185,8 +196,9 @@ class PlainWrites:
         if not _quiet_listeners(instance_events.init) or instance_events.refresh_flush:
             return False
         events = session.dispatch
-        if any(getattr(events, name) for name in _SESSION_EVENTS):
-            return False
+        for name in _SESSION_EVENTS:
+            if getattr(events, name):
+                return False
         return all(listener in FLUSH_LISTENERS for listener in events.after_flush)
 
     @staticmethod
@@ -259,5 +271,5 @@ def _to_one(mapper: Any, prop: Any, columns: dict[str, Any]) -> ToOne | None:
         if local not in by_column or remote_prop is None:
             return None
         pairs.append((local.key, remote_prop.key))
-    reverse = tuple(other.key for other in target.relationships if issubclass(mapper.class_, other.mapper.class_))
-    return ToOne(prop, tuple(pairs), reverse)
+    back = [other for other in target.relationships if issubclass(mapper.class_, other.mapper.class_)]
+    return ToOne(prop, tuple(pairs), tuple(other.key for other in back), tuple(other.class_attribute for other in back))

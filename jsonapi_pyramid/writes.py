@@ -13,7 +13,8 @@ Every operation takes a ``Write`` (the target node, the ``data`` sent) and goes 
 3. **apply** (``changes``): the validated values reach the entity;
 4. **flush**: a constraint the validation could not see coming (a concurrent writer) raises
    ``IntegrityError`` here, inside the request, where it becomes a 409 and the transaction is
-   aborted.
+   aborted. A create or attribute update of a plain type skips 3 and 4 for one Core statement
+   (``plain_writes``: the rule, decided per type at start-up and checked per write).
 
 Authorization is not here: it is Pyramid's, on the target node, before the operation runs (the
 view's permission for a single request, the same permission checked by the atomic endpoint for

@@ -307,3 +307,32 @@ def test_a_session_listener_takes_the_orm_path(app, flushes):
     finally:
         event.remove(factory, "before_flush", before_flush)
     assert seen == ["Note"] and len(flushes) == 1
+
+
+def test_a_listener_on_the_way_back_of_a_to_one_takes_the_orm_path(app, flushes):
+    writer = send(app, "POST", "/api/writers", {"type": "writers", "attributes": {"name": "bob"}}, 201)
+    appended = []
+
+    def append(target, value, _initiator):
+        appended.append((target.name, value.title))
+
+    event.listen(Writer.notes, "append", append)
+    try:
+        send(app, "POST", "/api/notes", {"type": "notes", "attributes": {"title": "backref"},
+                                         "relationships": {"writer": {"data": {"type": "writers", "id": writer.json["data"]["id"]}}}},
+             201)
+    finally:
+        event.remove(Writer.notes, "append", append)
+    assert appended == [("bob", "backref")] and len(flushes) == 1  # the writer was created without a flush
+
+
+def test_an_init_listener_takes_the_orm_path(app, flushes):
+    def init(target, _args, _kwargs):
+        target.status = "from init"
+
+    event.listen(Note, "init", init)
+    try:
+        made = send(app, "POST", "/api/notes", {"type": "notes", "attributes": {"title": "initialised"}}, 201)
+    finally:
+        event.remove(Note, "init", init)
+    assert made.json["data"]["attributes"]["status"] == "from init" and len(flushes) == 1
