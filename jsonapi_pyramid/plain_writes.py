@@ -120,7 +120,7 @@ class PlainWrites:
             values[self.id_column.key] = changes.id
         for key in [key for key, value in values.items() if value is None and key not in self.none_is_value]:
             del values[key]  # the column's default, as the ORM's flush leaves None out
-        result = execute(request, self.insert_statement, values)
+        result = _run(request, session, self.insert_statement, values)
         written = result.last_inserted_params()
         written[self.id_column.key] = result.inserted_primary_key[0]
         self._flushed(session)
@@ -159,7 +159,7 @@ class PlainWrites:
                 changed[column_key] = value
         if not changed:
             return True  # the ORM's flush would write nothing either
-        result = execute(request, self.update_statement, {**changed, _ID: state.identity[0]})
+        result = _run(request, session, self.update_statement, {**changed, _ID: state.identity[0]})
         self._flushed(session)
         written = result.last_updated_params()  # with the values of Python-side ``onupdate``s
         for column_key, value in written.items():
@@ -205,6 +205,14 @@ class PlainWrites:
     def _flushed(session: Any) -> None:
         """What a flush's ``after_flush`` listeners (only the library's) do: mark the transaction."""
         session.dispatch.after_flush(session, None)
+
+
+def _run(request: Any, session: Any, statement: Any, parameters: dict[str, Any]) -> Any:
+    """``statement`` on the request's connection, after the session's other pending changes (the
+    same flush would have written them; ``connection.execute`` flushes them when autoflush is on)."""
+    if not session.autoflush:
+        session.flush()
+    return execute(request, statement, parameters)
 
 
 def _quiet_listeners(listeners: Any) -> bool:
