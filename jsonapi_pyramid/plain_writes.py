@@ -43,6 +43,7 @@ from typing import Any
 from sqlalchemy import Column, Table, bindparam, inspect
 from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.exc import UnmappedColumnError
 
 from .connection import execute
 from .tm_join import FLUSH_LISTENERS
@@ -52,11 +53,14 @@ __all__ = ["PlainWrites", "resolve_plain_writes"]
 #: SQLAlchemy's own listeners (mapper configuration on ``init``, cascades and backrefs on
 #: relationship attributes): they do what they do on either path.
 _SQLALCHEMY_LISTENERS = ("sqlalchemy.orm.mapper", "sqlalchemy.orm.unitofwork", "sqlalchemy.orm.attributes")
-#: Session events the ORM's path fires and this one does not (or the other way round).
+#: Session events the ORM's path fires and this one does not (or the other way round), on a
+#: create and on an update (``after_flush``: only the library's own listeners, called here).
+_SESSION_EVENTS = {
+    "insert": ("before_flush", "after_flush_postexec", "transient_to_pending", "pending_to_persistent", "detached_to_persistent"),
+    "update": ("before_flush", "after_flush_postexec"),
+}
 #: the bound parameter of an update's row
 _ID = "jsonapi_plain_id"
-_SESSION_EVENTS = ("before_flush", "after_flush_postexec", "transient_to_pending", "pending_to_persistent",
-                   "detached_to_persistent")
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class PlainWrites:
         when this write must take the ORM's path (nothing was done)."""
         session = request.dbsession
         values = self._values(definition, changes.attributes)
-        if values is None or not self._quiet(session, "before_insert", "after_insert"):
+        if values is None or not self._quiet(session, "insert"):
             return None
         for relationship, target in changes.relationships:
             to_one = self.to_ones.get(relationship.prop.key)
@@ -149,7 +153,7 @@ class PlainWrites:
         state = inspect(entity)
         values = self._values(definition, changes.attributes)
         if (values is None or state.session is not session or not state.persistent or state.modified
-                or not self._quiet(session, "before_update", "after_update")):
+                or not self._quiet(session, "update")):
             return False
         loaded = state.dict
         changed: dict[str, Any] = {}
@@ -187,16 +191,17 @@ class PlainWrites:
             values[column.key] = value
         return values
 
-    def _quiet(self, session: Any, before: str, after: str) -> bool:
-        """Nobody listens for what only the ORM's path does (the module's rule)."""
+    def _quiet(self, session: Any, kind: str) -> bool:
+        """Nobody listens for what only the ORM's path does on an ``insert`` or an ``update``
+        (the module's rule)."""
         mapper_events = self.mapper.dispatch
-        if getattr(mapper_events, before) or getattr(mapper_events, after):
+        if getattr(mapper_events, f"before_{kind}") or getattr(mapper_events, f"after_{kind}"):
             return False
         instance_events = self.mapper.class_manager.dispatch
-        if not _quiet_listeners(instance_events.init) or instance_events.refresh_flush:
+        if instance_events.refresh_flush or (kind == "insert" and not _quiet_listeners(instance_events.init)):
             return False
         events = session.dispatch
-        for name in _SESSION_EVENTS:
+        for name in _SESSION_EVENTS[kind]:
             if getattr(events, name):
                 return False
         return all(listener in FLUSH_LISTENERS for listener in events.after_flush)
@@ -275,9 +280,12 @@ def _to_one(mapper: Any, prop: Any, columns: dict[str, Any]) -> ToOne | None:
     target = prop.mapper
     pairs = []
     for local, remote in prop.local_remote_pairs:
-        remote_prop = target.get_property_by_column(remote) if remote in target.columns.values() else None
-        if local not in by_column or remote_prop is None:
+        try:
+            remote_key = target.get_property_by_column(remote).key
+        except UnmappedColumnError:
             return None
-        pairs.append((local.key, remote_prop.key))
+        if local not in by_column:
+            return None
+        pairs.append((local.key, remote_key))
     back = [other for other in target.relationships if issubclass(mapper.class_, other.mapper.class_)]
     return ToOne(prop, tuple(pairs), tuple(other.key for other in back), tuple(other.class_attribute for other in back))
