@@ -55,10 +55,8 @@ __all__ = ["PlainWrites", "resolve_plain_writes"]
 _SQLALCHEMY_LISTENERS = ("sqlalchemy.orm.mapper", "sqlalchemy.orm.unitofwork", "sqlalchemy.orm.attributes")
 #: Session events the ORM's path fires and this one does not (or the other way round), on a
 #: create and on an update (``after_flush``: only the library's own listeners, called here).
-_SESSION_EVENTS = {
-    "insert": ("before_flush", "after_flush_postexec", "transient_to_pending", "pending_to_persistent", "detached_to_persistent"),
-    "update": ("before_flush", "after_flush_postexec"),
-}
+_UPDATE_EVENTS = ("before_flush", "after_flush_postexec")
+_INSERT_EVENTS = (*_UPDATE_EVENTS, "transient_to_pending", "pending_to_persistent", "detached_to_persistent")
 #: the bound parameter of an update's row
 _ID = "jsonapi_plain_id"
 
@@ -201,7 +199,7 @@ class PlainWrites:
         if instance_events.refresh_flush or (kind == "insert" and not _quiet_listeners(instance_events.init)):
             return False
         events = session.dispatch
-        for name in _SESSION_EVENTS[kind]:
+        for name in _INSERT_EVENTS if kind == "insert" else _UPDATE_EVENTS:
             if getattr(events, name):
                 return False
         return all(listener in FLUSH_LISTENERS for listener in events.after_flush)
