@@ -43,7 +43,7 @@ from typing import Any
 from sqlalchemy import Column, Table, bindparam, inspect
 from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.orm.exc import UnmappedColumnError
+from sqlalchemy.orm.exc import StaleDataError, UnmappedColumnError
 
 from .connection import execute
 from .tm_join import FLUSH_LISTENERS
@@ -162,6 +162,10 @@ class PlainWrites:
         if not changed:
             return True  # the ORM's flush would write nothing either
         result = _run(request, session, self.update_statement, {**changed, _ID: state.identity[0]})
+        if result.rowcount != 1 and request.dbconnection.dialect.supports_sane_rowcount:
+            # as the ORM's flush says it (a concurrent writer deleted the row): retried, then 409
+            raise StaleDataError(f"UPDATE statement on table '{self.table.name}' expected to update 1 row(s); "
+                                 f"{result.rowcount} were matched.")
         self._flushed(session)
         written = result.last_updated_params()  # with the values of Python-side ``onupdate``s
         for column_key, value in written.items():

@@ -336,3 +336,30 @@ def test_an_init_listener_takes_the_orm_path(app, flushes):
     finally:
         event.remove(Note, "init", init)
     assert made.json["data"]["attributes"]["status"] == "from init" and len(flushes) == 1
+
+
+def test_a_row_deleted_under_an_update_is_a_conflict_on_both_paths(app, monkeypatch):
+    """A concurrent writer deletes the row between its read and the UPDATE: the ORM's flush raises
+    ``StaleDataError`` (retried, then 409); the plain path says the same."""
+    engine = app.app.registry["db.engine"]
+    definition = get_registry(app.app.registry).get("notes")
+    statuses = []
+    for plain in (definition.plain_writes, None):
+        monkeypatch.setattr(definition, "plain_writes", plain)
+        made = send(app, "POST", "/api/notes", {"type": "notes", "attributes": {"title": f"doomed-{next(_numbers)}"}}, 201)
+        note_id = int(made.json["data"]["id"])
+
+        def delete_first(_conn, _cursor, statement, *_args, note_id=note_id):
+            if statement.startswith("UPDATE notes SET status"):
+                with engine.connect() as other:
+                    other.execute(Note.__table__.delete().where(Note.__table__.c.id == note_id))
+                    other.commit()
+
+        event.listen(engine, "before_cursor_execute", delete_first)
+        try:
+            answer = send(app, "PATCH", made.headers["Location"], {"type": "notes", "id": str(note_id),
+                                                                   "attributes": {"status": "gone"}}, "*")
+        finally:
+            event.remove(engine, "before_cursor_execute", delete_first)
+        statuses.append((answer.status_int, answer.json["errors"][0]["title"]))
+    assert statuses[0] == statuses[1] == (409, "Conflict")
