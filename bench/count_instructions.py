@@ -6,7 +6,8 @@ processes run under ``valgrind --tool=cachegrind --cache-sim=no``, each on its o
 database: they build the app, call the scenario's request (bench/scenarios.py) 10 times, then
 ``LOW`` (50) or ``HIGH`` (250) more times. The difference of their instruction counts over
 ``HIGH - LOW`` is the app's instructions per request, start-up excluded. Printed against the first
-app. About two minutes per process on a 2-core machine (``PYTHONHASHSEED=0`` for both).
+app. SCENARIO may also be ``U1``, bench/write_cost.py's one-row ``PATCH``. About two minutes per
+process on a 2-core machine (``PYTHONHASHSEED=0`` for both).
 """
 from __future__ import annotations
 
@@ -31,7 +32,12 @@ def child(app: str, scenario: str, count: int, url: str) -> None:
 
     f = facts(url)
     wsgi = build_app(app, url)[0]
-    caller = Caller(wsgi, build(app, scenario, WsgiClient(wsgi), f, {}))
+    if scenario == "U1":  # a one-row PATCH (bench/write_cost.py)
+        from write_cost import patch_caller
+
+        caller = patch_caller(wsgi, WsgiClient(wsgi), f)
+    else:
+        caller = Caller(wsgi, build(app, scenario, WsgiClient(wsgi), f, {}))
     for _ in range(10 + count):
         caller()
 

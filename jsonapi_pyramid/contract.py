@@ -27,6 +27,7 @@ from pyramid.request import Request
 from sqlalchemy.engine import Row
 
 from .identifiers import parse_int
+from .plain_writes import PlainWrites, resolve_plain_writes
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, StatementCache, attribute_sql, visibility_of
@@ -156,6 +157,10 @@ class ResourceDefinition:
         self.item_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: dict[str, Field] = {}
+        #: how the type is written without the unit of work, or None (``plain_writes``; why not:
+        #: ``plain_writes_refused``)
+        self.plain_writes: PlainWrites | None = None
+        self.plain_writes_refused: str | None = None
         #: readers of attribute values from values of this type (``records.Readers``)
         self.readers: Readers = cast("Readers", None)
         #: the resource id's value from a value of this type (a record's first column, an
@@ -320,6 +325,7 @@ class Registry:
             lambda: resolve_values(definition),
             lambda: resolve_links(definition, self),
             lambda: resolve_paths(definition, self),
+            lambda: resolve_plain_writes(definition),
         ]
 
     def resolve(self) -> None:

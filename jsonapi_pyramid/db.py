@@ -76,7 +76,6 @@ _READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
 _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
-_FLUSHED = "jsonapi.flushed"
 _FINAL = "jsonapi.final_answer"
 
 
@@ -114,7 +113,7 @@ def get_session_factory(engine: Any, transactions: bool = False) -> Any:
     if transactions:
         tm_join.register_on_factory(factory)
     event.listen(factory, "before_commit", _note_commit_started)
-    event.listen(factory, "after_flush", _note_flush)
+    event.listen(factory, "after_flush", tm_join.note_flush)
     event.listen(factory, "after_commit", replicas.note_commit)
     return factory
 
@@ -268,7 +267,7 @@ def read_connection(request: Request) -> Any:
     def close(request: Request) -> None:
         session = request.__dict__.get("dbsession")
         if session is not None:
-            if session.info.get(_FLUSHED):
+            if session.info.get(tm_join.FLUSHED):
                 log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
@@ -301,10 +300,6 @@ def _replica_connection(request: Request) -> Any:
     if read_engine is None:
         return None
     return replicas.read_connection(request, read_engine, request.registry["db.read_wait"])
-
-
-def _note_flush(session: Any, _flush_context: Any) -> None:
-    session.info[_FLUSHED] = True
 
 
 def bound_unsized_body(request: Request) -> Any:

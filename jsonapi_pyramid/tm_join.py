@@ -30,10 +30,12 @@ from sqlalchemy import event
 from transaction._transaction import Status  # what zope.sqlalchemy's before_commit compares with
 from zope.sqlalchemy.datamanager import join_transaction, mark_changed
 
-__all__ = ["TRANSACTION_MANAGER", "joined_session", "register_on_factory"]
+__all__ = ["FLUSHED", "FLUSH_LISTENERS", "TRANSACTION_MANAGER", "joined_session", "note_flush", "register_on_factory"]
 
 #: The key of ``session.info`` that holds the transaction manager a session is joined to.
 TRANSACTION_MANAGER = "transaction_manager"
+#: The key of ``session.info`` set once the session flushed (``note_flush``).
+FLUSHED = "jsonapi.flushed"
 
 
 def register_on_factory(factory: Any) -> None:
@@ -87,6 +89,17 @@ def _do_orm_execute(state: Any) -> None:
         manager = state.session.info.get(TRANSACTION_MANAGER)
         if manager is not None:
             mark_changed(state.session, transaction_manager=manager)
+
+
+def note_flush(session: Any, _flush_context: Any) -> None:
+    """``after_flush`` of every session of ``db.get_session_factory``: a read that flushed is
+    warned about when its connection closes (``db.read_connection``)."""
+    session.info[FLUSHED] = True
+
+
+#: The library's own ``after_flush`` listeners: a write made without a flush
+#: (``plain_writes``) calls them after its statement, as a flush would.
+FLUSH_LISTENERS = (_after_flush, note_flush)
 
 
 def _before_commit(session: Any) -> None:

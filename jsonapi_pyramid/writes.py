@@ -13,7 +13,8 @@ Every operation takes a ``Write`` (the target node, the ``data`` sent) and goes 
 3. **apply** (``changes``): the validated values reach the entity;
 4. **flush**: a constraint the validation could not see coming (a concurrent writer) raises
    ``IntegrityError`` here, inside the request, where it becomes a 409 and the transaction is
-   aborted.
+   aborted. A create or attribute update of a plain type skips 3 and 4 for one Core statement
+   (``plain_writes``: the rule, decided per type at start-up and checked per write).
 
 Authorization is not here: it is Pyramid's, on the target node, before the operation runs (the
 view's permission for a single request, the same permission checked by the atomic endpoint for
@@ -93,6 +94,10 @@ def create(write: Write) -> Any:
     _begin(write, "create")
     request, definition = write.request, write.context.definition
     changes = validate_resource(request, definition, write.data)
+    plain = definition.plain_writes
+    entity = plain.insert(request, definition, changes) if plain is not None else None
+    if entity is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
+        return entity
     entity = definition.model()
     if changes.id is not None:
         setattr(entity, definition.id_attribute, changes.id)
@@ -107,6 +112,9 @@ def update(write: Write) -> Any:
     _begin(write, "update")
     request, context = write.request, write.context
     changes = validate_resource(request, context.definition, write.data, entity=context.entity)
+    plain = context.definition.plain_writes
+    if plain is not None and plain.update(request, context.definition, context.entity, changes):
+        return context.entity  # one Core UPDATE (or none), without the unit of work (``plain_writes``)
     apply_changes(request, context.definition, context.entity, changes)
     _flush(request, "/data/relationships")
     return context.entity

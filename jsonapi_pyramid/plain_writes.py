@@ -1,0 +1,293 @@
+"""Writes without the ORM's unit of work: a create or an attribute update of one row whose values
+are known columns of one table runs as one Core ``INSERT`` or ``UPDATE`` on the request's
+connection, in its transaction, instead of ``session.add`` and a flush (about a third of a create's
+Python calls go to the unit of work deciding what a single row already says).
+
+Whether a type may be written this way is decided once, when the configuration commits
+(``resolve_plain_writes``, the last of ``startup``'s passes, kept on the definition as
+``plain_writes``); a write takes this path only when, besides, everything it sends and everything
+listening allows it (``PlainWrites.insert``, ``PlainWrites.update``: None means "take the ORM's
+path", which stays the way for everything else). The rule, so that the database, the session and
+every hook end as the ORM would leave them:
+
+* the type: a mapper of one ``Table`` (no inheritance, no polymorphic family, no
+  ``version_id_col``), no ``@validates``, the class's constructor SQLAlchemy's default (the ORM's
+  path makes ``Model()``: an ``__init__`` of the application's could set values), no ``apply=``
+  hook of the definition (it is given an entity);
+* what the write sends: attributes that are plain column attributes of that table, and (a create
+  only) to-one relationships whose foreign key is on that table (many-to-one, no ``secondary``, no
+  ``post_update``): the key is copied from the target read by validation, as the ORM's flush
+  copies it. A to-many, a one-to-one held by the other side, or any relationship in an update goes
+  the ORM's way;
+* nobody listening for what only the ORM's path does: no mapper ``before_insert``/``after_insert``
+  (``before_update``/``after_update``), no instance ``init`` or ``refresh_flush`` listener but
+  SQLAlchemy's own, no attribute ``set`` listener on a column written (nor one but SQLAlchemy's on
+  a relationship written), and on the session no ``before_flush``, ``after_flush_postexec``,
+  ``transient_to_pending``, ``pending_to_persistent``, ``detached_to_persistent`` listener and no
+  ``after_flush`` listener but the library's own (``tm_join.FLUSH_LISTENERS``), which are called
+  after the statement as a flush would (the transaction is marked changed, so it commits).
+
+Column defaults (``default=``, callables included, ``server_default``, ``onupdate``) are the
+statement's, as in a flush; a ``None`` sent for a column with a default on create is left out, as
+the ORM leaves it out (``JSON`` and other types that store ``None`` as a value aside). An update
+writes only the columns whose value changes (compared by the column type, as the ORM compares),
+and none when nothing changes. The entity returned is in the session, persistent, its column
+attributes the values written (what the database computed is loaded on first use): the same
+``writes.create`` contract. The answer is read back by ``stored.load_stored`` either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Column, Table, bindparam, inspect
+from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.exc import StaleDataError, UnmappedColumnError
+
+from .connection import execute
+from .tm_join import FLUSH_LISTENERS
+
+__all__ = ["PlainWrites", "resolve_plain_writes"]
+
+#: SQLAlchemy's own listeners (mapper configuration on ``init``, cascades and backrefs on
+#: relationship attributes): they do what they do on either path.
+_SQLALCHEMY_LISTENERS = ("sqlalchemy.orm.mapper", "sqlalchemy.orm.unitofwork", "sqlalchemy.orm.attributes")
+#: Session events the ORM's path fires and this one does not (or the other way round), on a
+#: create and on an update (``after_flush``: only the library's own listeners, called here).
+_UPDATE_EVENTS = ("before_flush", "after_flush_postexec")
+_INSERT_EVENTS = (*_UPDATE_EVENTS, "transient_to_pending", "pending_to_persistent", "detached_to_persistent")
+#: the bound parameter of an update's row
+_ID = "jsonapi_plain_id"
+
+
+@dataclass(frozen=True)
+class ToOne:
+    """A many-to-one written as its foreign key: the local column's key, the target's attribute."""
+
+    prop: Any
+    pairs: tuple[tuple[str, str], ...]  # (local column key, target attribute key)
+    reverse: tuple[str, ...]  # the target's relationships back to the type (expired when loaded)
+    reverse_attributes: tuple[Any, ...]  # their class attributes (a backref fires their events)
+
+    def quiet(self) -> bool:
+        """No listener on the relationship, nor on the way back, but SQLAlchemy's own."""
+        if not _quiet_listeners(self.prop.class_attribute.dispatch.set):
+            return False
+        for attribute in self.reverse_attributes:
+            events = attribute.dispatch
+            if not (_quiet_listeners(events.append) and _quiet_listeners(events.set) and _quiet_listeners(events.remove)):
+                return False
+        return True
+
+
+class PlainWrites:
+    """What a type's plain writes need, built once (``resolve_plain_writes``)."""
+
+    def __init__(self, mapper: Any, columns: dict[str, Any], to_ones: dict[str, ToOne]) -> None:
+        self.mapper = mapper
+        self.table = mapper.local_table
+        #: entity attribute -> its column
+        self.columns = columns
+        #: column key -> entity attribute
+        self.keys = {column.key: key for key, column in columns.items()}
+        #: relationship attribute -> ``ToOne``
+        self.to_ones = to_ones
+        self.id_column = mapper.primary_key[0]
+        self.insert_statement = self.table.insert()
+        self.update_statement = self.table.update().where(self.id_column == bindparam(_ID))
+        #: columns whose ``None`` is a value (``TypeEngine.should_evaluate_none``), sent as such
+        self.none_is_value = frozenset(c.key for c in self.table.columns if c.type.should_evaluate_none)
+        #: column keys the database or an ``onupdate`` sets on an update (expired on the entity)
+        self.on_update = tuple(c.key for c in self.table.columns if c.onupdate is not None or c.server_onupdate is not None)
+
+    # -- create --------------------------------------------------------------------------------
+
+    def insert(self, request: Any, definition: Any, changes: Any) -> Any:
+        """Insert the row of ``changes`` (``validation.Changes``) and return its entity, or None
+        when this write must take the ORM's path (nothing was done)."""
+        session = request.dbsession
+        values = self._values(definition, changes.attributes)
+        if values is None or not self._quiet(session, "insert"):
+            return None
+        for relationship, target in changes.relationships:
+            to_one = self.to_ones.get(relationship.prop.key)
+            if to_one is None or not to_one.quiet():
+                return None
+            if target is not None and not inspect(target).persistent:
+                return None
+            for local, remote in to_one.pairs:
+                values[local] = None if target is None else getattr(target, remote)
+        if changes.id is not None:
+            values[self.id_column.key] = changes.id
+        for key in [key for key, value in values.items() if value is None and key not in self.none_is_value]:
+            del values[key]  # the column's default, as the ORM's flush leaves None out
+        result = _run(request, session, self.insert_statement, values)
+        written = result.last_inserted_params()
+        written[self.id_column.key] = result.inserted_primary_key[0]
+        self._flushed(session)
+        for relationship, target in changes.relationships:
+            if target is not None:
+                _expire_loaded(session, target, self.to_ones[relationship.prop.key].reverse)
+        return self._persistent(session, written)
+
+    def _persistent(self, session: Any, written: dict[str, Any]) -> Any:
+        entity = self.mapper.class_manager.new_instance()
+        keys = self.keys
+        # loaded values (no history), as a load sets them
+        inspect(entity).dict.update((keys[k], value) for k, value in written.items() if k in keys)
+        make_transient_to_detached(entity)  # what the database set is loaded on first use
+        session.add(entity)
+        return entity
+
+    # -- update --------------------------------------------------------------------------------
+
+    def update(self, request: Any, definition: Any, entity: Any, changes: Any) -> bool:
+        """Update ``entity``'s row with ``changes``' attributes (relationships go the ORM's way):
+        True when done (with no statement when nothing changes), False for the ORM's path."""
+        if changes.relationships or not changes.attributes:
+            return False
+        session = request.dbsession
+        state = inspect(entity)
+        values = self._values(definition, changes.attributes)
+        if (values is None or state.session is not session or not state.persistent or state.modified
+                or not self._quiet(session, "update")):
+            return False
+        loaded = state.dict
+        changed: dict[str, Any] = {}
+        for column_key, value in values.items():
+            key = self.keys[column_key]
+            if key not in loaded or not self.columns[key].type.compare_values(value, loaded[key]):
+                changed[column_key] = value
+        if not changed:
+            return True  # the ORM's flush would write nothing either
+        result = _run(request, session, self.update_statement, {**changed, _ID: state.identity[0]})
+        if result.rowcount != 1 and request.dbconnection.dialect.supports_sane_rowcount:
+            # as the ORM's flush says it (a concurrent writer deleted the row): retried, then 409
+            raise StaleDataError(f"UPDATE statement on table '{self.table.name}' expected to update 1 row(s); "
+                                 f"{result.rowcount} were matched.")
+        self._flushed(session)
+        written = result.last_updated_params()  # with the values of Python-side ``onupdate``s
+        for column_key, value in written.items():
+            attribute = self.keys.get(column_key)
+            if attribute is not None:
+                set_committed_value(entity, attribute, value)
+        expired = [self.keys[key] for key in self.on_update if key in self.keys and key not in written]
+        if expired:
+            session.expire(entity, expired)  # the database's: loaded on use
+        return True
+
+    # -- shared --------------------------------------------------------------------------------
+
+    def _values(self, definition: Any, attributes: dict[str, Any]) -> dict[str, Any] | None:
+        """Column key -> value of the attributes sent, or None when one is not a plain column (or an
+        ``apply`` hook, set since the start, wants the entity)."""
+        if definition.apply is not None:
+            return None
+        values = {}
+        columns = self.columns
+        for name, value in attributes.items():
+            column = columns.get(definition.entity_attribute(name))
+            if column is None or not _quiet_listeners(getattr(self.mapper.class_, self.keys[column.key]).dispatch.set):
+                return None
+            values[column.key] = value
+        return values
+
+    def _quiet(self, session: Any, kind: str) -> bool:
+        """Nobody listens for what only the ORM's path does on an ``insert`` or an ``update``
+        (the module's rule)."""
+        mapper_events = self.mapper.dispatch
+        if getattr(mapper_events, f"before_{kind}") or getattr(mapper_events, f"after_{kind}"):
+            return False
+        instance_events = self.mapper.class_manager.dispatch
+        if instance_events.refresh_flush or (kind == "insert" and not _quiet_listeners(instance_events.init)):
+            return False
+        events = session.dispatch
+        for name in _INSERT_EVENTS if kind == "insert" else _UPDATE_EVENTS:
+            if getattr(events, name):
+                return False
+        return all(listener in FLUSH_LISTENERS for listener in events.after_flush)
+
+    @staticmethod
+    def _flushed(session: Any) -> None:
+        """What a flush's ``after_flush`` listeners (only the library's) do: mark the transaction."""
+        session.dispatch.after_flush(session, None)
+
+
+def _run(request: Any, session: Any, statement: Any, parameters: dict[str, Any]) -> Any:
+    """``statement`` on the request's connection, after the session's other pending changes (the
+    same flush would have written them; ``connection.execute`` flushes them when autoflush is on)."""
+    if not session.autoflush:
+        session.flush()
+    return execute(request, statement, parameters)
+
+
+def _quiet_listeners(listeners: Any) -> bool:
+    return all(getattr(listener, "__module__", "") in _SQLALCHEMY_LISTENERS for listener in listeners)
+
+
+def _expire_loaded(session: Any, target: Any, keys: tuple[str, ...]) -> None:
+    """Expire ``target``'s collections back to the new row when loaded (the ORM's backref would
+    have appended the row to them; loaded again on use, they hold it)."""
+    loaded = inspect(target).dict
+    stale = [key for key in keys if key in loaded]
+    if stale:
+        session.expire(target, stale)
+
+
+def resolve_plain_writes(definition: Any) -> None:
+    """The last ``startup`` pass: ``definition.plain_writes``, a ``PlainWrites`` when the type
+    may be written without the unit of work (the module's rule), else None;
+    ``definition.plain_writes_refused`` says why not."""
+    definition.plain_writes, definition.plain_writes_refused = None, _refused(definition)
+    if definition.plain_writes_refused is not None:
+        return
+    mapper = inspect(definition.model)
+    table = mapper.local_table
+    columns = {}
+    for prop in mapper.column_attrs:
+        if isinstance(prop, ColumnProperty) and len(prop.columns) == 1:
+            column = prop.columns[0]
+            if isinstance(column, Column) and column.table is table:
+                columns[prop.key] = column
+    to_ones = {}
+    for relationship in definition.relationships:
+        to_one = _to_one(mapper, relationship.prop, columns)
+        if to_one is not None:
+            to_ones[relationship.prop.key] = to_one
+    definition.plain_writes = PlainWrites(mapper, columns, to_ones)
+
+
+def _refused(definition: Any) -> str | None:
+    mapper = inspect(definition.model)
+    manager = mapper.class_manager
+    reasons = (
+        (definition.apply is not None, "an apply= hook"),
+        (mapper.inherits is not None or mapper.polymorphic_on is not None or len(mapper.self_and_descendants) > 1,
+         "inheritance"),
+        (not isinstance(mapper.local_table, Table) or mapper.persist_selectable is not mapper.local_table,
+         "not one table"),
+        (mapper.version_id_col is not None, "a version_id_col"),
+        (bool(mapper.validators), "@validates"),
+        (manager.original_init not in (mapper.registry.constructor, object.__init__), "its own __init__"),
+    )
+    return next((reason for refused, reason in reasons if refused), None)
+
+
+def _to_one(mapper: Any, prop: Any, columns: dict[str, Any]) -> ToOne | None:
+    if (prop.direction is not RelationshipDirection.MANYTOONE or prop.secondary is not None or prop.post_update
+            or prop.viewonly):
+        return None
+    by_column = {column: key for key, column in columns.items()}
+    target = prop.mapper
+    pairs = []
+    for local, remote in prop.local_remote_pairs:
+        try:
+            remote_key = target.get_property_by_column(remote).key
+        except UnmappedColumnError:
+            return None
+        if local not in by_column:
+            return None
+        pairs.append((local.key, remote_key))
+    back = [other for other in target.relationships if issubclass(mapper.class_, other.mapper.class_)]
+    return ToOne(prop, tuple(pairs), tuple(other.key for other in back), tuple(other.class_attribute for other in back))
