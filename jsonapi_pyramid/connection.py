@@ -73,7 +73,7 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
             if form is not None:
                 if form.keys is None:
                     return form.learn(connection.execute(statement, parameters))
-                if form.ready(request, connection):
+                if form.make is not None and form.ready(request, connection):
                     return form.run(connection, parameters)
     return connection.execute(statement, parameters)
 
@@ -151,16 +151,18 @@ class _Form:
         return cls(statement, compiled, tuple(binds))
 
     def learn(self, result: Any) -> Any:
-        """The row keys and result processors of SQLAlchemy's first run (``result``, returned)."""
+        """The row keys and result processors of SQLAlchemy's first run (``result``, returned);
+        a statement whose columns do not match the cursor's stays SQLAlchemy's (``make`` None)."""
         description = result.cursor.description if result.cursor is not None else None
         columns = self.statement.selected_columns
-        if description is not None and len(description) == len(columns):
+        keys = tuple(result.keys())
+        if description is not None and len(description) == len(columns) == len(keys):
             dialect = result.context.dialect
             processors = ((index, column.type.dialect_impl(dialect).result_processor(dialect, described[1]))
                           for index, (column, described) in enumerate(zip(columns, description)))
             self.processors = tuple((index, process) for index, process in processors if process is not None)
-            self.keys = tuple(result.keys())
-            self.make = result_tuple(self.keys)
+            self.make = result_tuple(keys)
+        self.keys = keys
         return result
 
     def ready(self, request: Request, connection: Any) -> bool:
