@@ -5,10 +5,12 @@ For each scenario and application: the request of bench/scenarios.py, called on 
 directly (a prepared environ, so the harness adds nothing), 5 warm-up calls, then ``--profile``
 (20) calls under cProfile (calls per request = the profile's total calls / 20, C functions
 included), then the best of 5 rounds of ``--timed`` (20) calls without the profiler (CPU time per
-request, ``time.process_time``). ``--top N`` prints the N functions with the most own time (per
-app and scenario), for finding what to cut. Without DB_URL it seeds ``bench/out/calls.sqlite``
-once (``--demo --scale 10000``, as ``make bench``). The floor stands in with a constant body of
-the size of ours' answer. bench/run.py runs it in a subprocess for RESULTS.md's call columns.
+request, ``time.process_time``). Statements are counted in ``--profile`` calls of their own before
+those (their counter listens to the engine; the profiled and timed calls run without it). ``--top
+N`` prints the N functions with the most own time (per app and scenario), for finding what to cut.
+Without DB_URL it seeds ``bench/out/calls.sqlite`` once (``--demo --scale 10000``, as ``make
+bench``). The floor stands in with a constant body of the size of ours' answer. bench/run.py runs
+it in a subprocess for RESULTS.md's call columns.
 """
 from __future__ import annotations
 
@@ -131,12 +133,20 @@ def measure(caller, source, profile_n: int, timed_n: int, top: int = 0, by_stage
     for _ in range(5):
         caller()
     counting.statements = 0
+    for _ in range(profile_n):
+        caller()
+    statements = counting.statements
+    # The statements are counted in a pass of their own: a listener of the engine's execution
+    # events makes SQLAlchemy run every statement itself (connection.py: kept statements run on
+    # the driver only when nobody listens), and costs calls of its own.
+    counting.close()
+    for _ in range(5):
+        caller()
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(profile_n):
         caller()
     profiler.disable()
-    statements = counting.statements
     stats = pstats.Stats(profiler)
     out = {"calls": stats.total_calls / profile_n, "statements": statements / profile_n}
     best = float("inf")

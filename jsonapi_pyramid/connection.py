@@ -8,15 +8,28 @@ instance on it (``execute``: records, ids, counts), and only those that load map
 (polymorphic families, ``entities = True`` transformers, writes) through ``request.dbsession``.
 An application that provides ``request.dbsession`` itself, without ``jsonapi_pyramid.db``, gets
 its session's connection.
+
+Kept statements on the driver: a statement ``schema.StatementCache`` keeps (``keep``) is compiled
+by SQLAlchemy on its first run; after it, on a read without a session, ``execute`` runs its SQL
+string on the DBAPI cursor itself with the bind and result processors SQLAlchemy's types give
+(``_Form``), with no execution context per run. Whatever SQLAlchemy would do more takes its own
+path (``_Form.ready``): a listener of the engine's execution events (statement recorders, SQLite's
+deadline), a dialect listener besides the library's metrics, a span recording the statement,
+echo, execution options, positional dialects that set input sizes, expanding parameters.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import event
+from sqlalchemy.engine.interfaces import BindTyping
+from sqlalchemy.engine.result import result_tuple
+from sqlalchemy.exc import MultipleResultsFound, NoResultFound
+from sqlalchemy.sql import Select
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute", "keep", "utc_sessions"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -48,8 +61,20 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
     else:
         session = request.dbsession
         connection = session.connection()
-    if session is not None and session.autoflush:
-        session.flush()
+    if session is not None:
+        if session.autoflush:
+            session.flush()
+    elif parameters is not None:
+        forms = _KEPT.get(statement)
+        if forms is not None:
+            form = forms.get(connection.dialect, _NEW)
+            if form is _NEW:
+                form = forms[connection.dialect] = _Form.of(statement, connection.dialect)
+            if form is not None:
+                if form.keys is None:
+                    return form.learn(connection.execute(statement, parameters))
+                if form.make is not None and form.ready(request, connection):
+                    return form.run(connection, parameters)
     return connection.execute(statement, parameters)
 
 
@@ -66,3 +91,117 @@ def _utc_session(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("SET TIME ZONE 'UTC'")
     cursor.close()
     dbapi_connection.commit()  # the session default of this connection, not one transaction's
+
+
+#: kept statements -> {dialect: their ``_Form`` (None: SQLAlchemy runs them)}
+_KEPT: Any = weakref.WeakKeyDictionary()
+_NEW = object()
+
+
+def keep(statement: Any) -> None:
+    """Note ``statement`` (a kept value, a statement or not) as kept from one request to the
+    next: ``execute`` may run it on the driver."""
+    if isinstance(statement, Select):
+        _KEPT.setdefault(statement, {})
+
+
+class _Rows(list[Any]):
+    """The rows of a statement run on the driver, with the methods of a result the library asks."""
+
+    def all(self) -> list[Any]:
+        return self
+
+    def first(self) -> Any:
+        return self[0] if self else None
+
+    def one(self) -> Any:
+        if len(self) != 1:
+            raise (MultipleResultsFound if self else NoResultFound)(
+                "Multiple rows were found when exactly one was required" if self else "No row was found when one was required")
+        return self[0]
+
+
+class _Form:
+    """A kept statement compiled for one dialect: its SQL string, bind processors and parameter
+    order; after its first run through SQLAlchemy (``learn``), its row keys and result processors."""
+
+    __slots__ = ("binds", "compiled", "keys", "make", "positions", "processors", "statement", "string")
+
+    def __init__(self, statement: Any, compiled: Any, binds: tuple[Any, ...]) -> None:
+        self.statement, self.compiled, self.string, self.binds = statement, compiled, compiled.string, binds
+        self.positions = compiled.positiontup
+        self.keys: Any = None
+        self.processors: tuple[Any, ...] = ()
+        self.make: Any = None
+
+    @classmethod
+    def of(cls, statement: Any, dialect: Any) -> _Form | None:
+        """The form of ``statement`` on ``dialect``; None when SQLAlchemy must run it (execution
+        options, input sizes, parameters expanded or escaped per run)."""
+        if statement.get_execution_options() or dialect.bind_typing is BindTyping.SETINPUTSIZES:
+            return None
+        compiled = statement.compile(dialect=dialect)
+        if compiled.literal_execute_params or compiled.post_compile_params or compiled.escaped_bind_names:
+            return None
+        binds = []
+        for bind, name in compiled.bind_names.items():
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if process is not None:
+                binds.append((name, process))
+        return cls(statement, compiled, tuple(binds))
+
+    def learn(self, result: Any) -> Any:
+        """The row keys and result processors of SQLAlchemy's first run (``result``, returned);
+        a statement whose columns do not match the cursor's stays SQLAlchemy's (``make`` None)."""
+        description = result.cursor.description if result.cursor is not None else None
+        columns = self.statement.selected_columns
+        keys = tuple(result.keys())
+        if description is not None and len(description) == len(columns) == len(keys):
+            dialect = result.context.dialect
+            processors = ((index, column.type.dialect_impl(dialect).result_processor(dialect, described[1]))
+                          for index, (column, described) in enumerate(zip(columns, description)))
+            self.processors = tuple((index, process) for index, process in processors if process is not None)
+            self.make = result_tuple(keys)
+        self.keys = keys
+        return result
+
+    def ready(self, request: Request, connection: Any) -> bool:
+        """Whether the driver may run it on ``connection`` with nothing SQLAlchemy would do left
+        out; a statement it runs is counted in the request's metrics."""
+        if connection._echo or connection.get_execution_options():
+            return False
+        engine = connection.engine
+        if connection._has_events or engine._has_events:  # SQLAlchemy's own test: is anyone listening?
+            if connection._has_events:
+                return False
+            # (a handle_error listener, as db.py's on PostgreSQL, is fine)
+            dispatch = engine.dispatch
+            if (dispatch.before_execute or dispatch.after_execute or dispatch.before_cursor_execute
+                    or dispatch.after_cursor_execute):
+                return False
+        observability = request.registry.get("jsonapi.observability")
+        if len(connection.dialect.dispatch.do_execute) != (0 if observability is None else 1):
+            return False
+        return observability is None or observability.driver_statement()
+
+    def run(self, connection: Any, parameters: Any) -> _Rows:
+        values = self.compiled.construct_params(parameters)
+        for name, process in self.binds:
+            values[name] = process(values[name])
+        arguments = values if self.positions is None else tuple([values[name] for name in self.positions])
+        if not connection.in_transaction():
+            connection.begin()  # as SQLAlchemy's autobegin: the connection's close rolls it back
+        cursor = connection.connection.cursor()
+        try:
+            cursor.execute(self.string, arguments)
+            rows = cursor.fetchall()
+        except Exception as exc:  # noqa: BLE001 - wrapped and raised by SQLAlchemy, as on its own path
+            connection._handle_dbapi_exception(exc, self.string, arguments, cursor, None)
+        cursor.close()
+        if self.processors:  # column by column, each processor mapped over its column
+            columns = list(zip(*rows))
+            if columns:
+                for index, process in self.processors:
+                    columns[index] = map(process, columns[index])
+                rows = zip(*columns)
+        return _Rows(map(self.make, rows))

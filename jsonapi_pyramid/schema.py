@@ -30,6 +30,8 @@ from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
+from .connection import keep
+
 __all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
            "visibility_of"]
 
@@ -249,6 +251,7 @@ class StatementCache:
             reads = tuple(dict.fromkeys(state[_BUILDING][1]))
         finally:
             state[_BUILDING] = outer
+        keep(statement)
         forms = self._forms_of(request, reads)
         self._reads.keep(key, reads)
         self._entries.keep((key, reads, tuple(id(form[0]) for form in forms)), (tuple(form[0] for form in forms), statement))

@@ -82,6 +82,17 @@ class Observability:
     def do_execute_no_params(self, cursor: Any, statement: str, context: Any) -> bool:
         return self._statement(context, statement, context.dialect.do_execute_no_params, (cursor, statement, context))
 
+    def driver_statement(self) -> bool:
+        """Count a kept statement the library runs on the driver (``connection.execute``), a
+        SELECT; False (not counted) when a span would record it: then SQLAlchemy runs it."""
+        state = self.current.get()
+        if state is None:
+            return True
+        if state.span is not None and state.span.is_recording():
+            return False
+        state.statements += 1
+        return True
+
     def _statement(self, context: Any, statement: str, execute: Any, arguments: tuple[Any, ...]) -> bool:
         """Counts the statement; with a recording span, runs it in a child span (True: it ran)."""
         state = self.current.get()

@@ -1,0 +1,206 @@
+"""Kept statements on the driver (``connection.execute``): after SQLAlchemy's first run of a kept
+statement, a read runs its compiled SQL on the DBAPI cursor with SQLAlchemy's bind and result
+processors. Rows, their types and keys are SQLAlchemy's on both backends; a listener of the
+engine's execution events sees every statement (SQLAlchemy runs them); a driver error is
+SQLAlchemy's exception; the request's metrics count the statements the driver ran."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import enum
+import types
+import uuid
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Enum,
+    Integer,
+    MetaData,
+    Numeric,
+    String,
+    Table,
+    Uuid,
+    bindparam,
+    create_engine,
+    event,
+    select,
+)
+from sqlalchemy.exc import DBAPIError, NoResultFound
+
+from jsonapi_blog import main
+from jsonapi_pyramid import connection as connection_module
+from jsonapi_pyramid.connection import execute, keep
+from tests.conftest import APP_SETTINGS, JsonApiTestApp
+
+
+class Kind(enum.Enum):
+    NOTE = "note"
+    LINK = "link"
+
+
+@pytest.fixture
+def typed(database_url):
+    """A table of the types whose values SQLAlchemy processes (on SQLite: Numeric, DateTime,
+    Enum, JSON, Uuid, Boolean), two rows (one with NULLs), on a connection of its own."""
+    engine = create_engine(database_url)
+    table = Table(f"driver_types_{uuid.uuid4().hex[:8]}", MetaData(),
+                  Column("id", Integer, primary_key=True), Column("price", Numeric(10, 2)),
+                  Column("at", DateTime), Column("kind", Enum(Kind, name=f"kind_{uuid.uuid4().hex[:8]}")),
+                  Column("data", JSON), Column("ref", Uuid), Column("flag", Boolean), Column("name", String(20)))
+    table.metadata.create_all(engine)
+    ref = uuid.uuid4()
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [
+            {"id": 1, "price": decimal.Decimal("12.50"), "at": dt.datetime(2024, 5, 6, 7, 8, 9, 123456),
+             "kind": Kind.LINK, "data": {"a": [1, 2], "b": None}, "ref": ref, "flag": True, "name": "one"},
+            {"id": 2, "price": None, "at": None, "kind": None, "data": None, "ref": None, "flag": None, "name": None},
+        ])
+    with engine.connect() as conn:
+        yield engine, conn, table, ref
+        conn.rollback()
+    table.metadata.drop_all(engine)
+    engine.dispose()
+
+
+def request_on(engine, conn, observability=None):
+    """What ``execute`` reads of a request: the registry (``jsonapi_pyramid.db``'s engine, the
+    metrics) and the request's connection."""
+    registry = {"db.engine": engine}
+    if observability is not None:
+        registry["jsonapi.observability"] = observability
+    return types.SimpleNamespace(registry=registry, dbconnection=conn)
+
+
+@pytest.fixture
+def driver_runs(monkeypatch):
+    """How many statements ran on the driver."""
+    runs = []
+    run = connection_module._Form.run
+
+    def counted(self, connection, parameters):
+        runs.append(self.string)
+        return run(self, connection, parameters)
+
+    monkeypatch.setattr(connection_module._Form, "run", counted)
+    return runs
+
+
+def test_rows_their_types_and_keys_are_sqlalchemys(typed, driver_runs):
+    engine, conn, table, ref = typed
+    statement = (select(table.c.id, table.c.price, table.c.at, table.c.kind, table.c.data, table.c.ref,
+                        table.c.flag, table.c.name.label("label"))
+                 .where(table.c.id >= bindparam("low"), (table.c.kind == bindparam("kind")) | (table.c.kind.is_(None)))
+                 .order_by(table.c.id))
+    keep(statement)
+    parameters = {"low": 1, "kind": Kind.LINK}  # an Enum member bound through its processor
+    expected = conn.execute(statement, parameters).all()
+    request = request_on(engine, conn)
+    runs = [execute(request, statement, dict(parameters)).all() for _ in range(3)]
+    assert len(driver_runs) == 2  # the first run is SQLAlchemy's: it learns the row keys
+    for rows in runs:
+        assert [tuple(row) for row in rows] == [tuple(row) for row in expected]
+        for row, want in zip(rows, expected):
+            assert [type(value) for value in row] == [type(value) for value in want]
+        assert rows[0]._fields == expected[0]._fields == ("id", "price", "at", "kind", "data", "ref", "flag", "label")
+        assert rows[0].label == "one" and rows[0]._mapping["kind"] is Kind.LINK
+    assert runs[-1][0].price == decimal.Decimal("12.50") and runs[-1][0].ref == ref
+    assert runs[-1][0].at == dt.datetime(2024, 5, 6, 7, 8, 9, 123456) and runs[-1][0].data == {"a": [1, 2], "b": None}
+    assert runs[-1][0].flag is True and runs[-1][1].flag is None
+    assert execute(request, statement, {"low": 9, "kind": Kind.NOTE}).first() is None
+
+
+def test_a_uuid_bound_and_one_row_on_the_driver(typed, driver_runs):
+    engine, conn, table, ref = typed
+    statement = select(table.c.id).where(table.c.ref == bindparam("ref"))
+    keep(statement)
+    request = request_on(engine, conn)
+    assert [execute(request, statement, {"ref": ref}).first() for _ in range(2)] == [(1,), (1,)]
+    assert execute(request, statement, {"ref": uuid.uuid4()}).first() is None
+    assert execute(request, statement, {"ref": ref}).one() == (1,)
+    with pytest.raises(NoResultFound):
+        execute(request, statement, {"ref": uuid.uuid4()}).one()
+    assert len(driver_runs) == 4
+
+
+def test_a_listener_of_the_engine_sees_every_statement(typed, driver_runs):
+    engine, conn, table, _ = typed
+    statement = select(table.c.id).where(table.c.id == bindparam("id"))
+    keep(statement)
+    request = request_on(engine, conn)
+    execute(request, statement, {"id": 1}).all()
+    seen = []
+
+    def record(conn_, cursor, sql, parameters, context, executemany):
+        seen.append(sql)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        for _ in range(3):
+            assert execute(request, statement, {"id": 1}).all() == [(1,)]
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert len(seen) == 3 and driver_runs == []
+    execute(request, statement, {"id": 1}).all()
+    assert len(driver_runs) == 1  # the listener gone, the driver again
+
+
+def test_a_statement_not_kept_is_sqlalchemys(typed, driver_runs):
+    engine, conn, table, _ = typed
+    statement = select(table.c.id).where(table.c.id == bindparam("id"))
+    request = request_on(engine, conn)
+    for _ in range(3):
+        assert execute(request, statement, {"id": 2}).all() == [(2,)]
+    assert driver_runs == []
+
+
+def test_a_driver_error_is_sqlalchemys(typed, driver_runs):
+    engine, conn, table, _ = typed
+    statement = select(table.c.id).where(table.c.id == bindparam("id"))
+    keep(statement)
+    request = request_on(engine, conn)
+    execute(request, statement, {"id": 1}).all()
+    with pytest.raises(DBAPIError) as raised:
+        execute(request, statement, {"id": object()}).all()  # no driver can bind it
+    assert driver_runs and raised.value.statement == driver_runs[-1]
+
+
+@pytest.fixture(scope="module")
+def metered_app(database_url):
+    """The reference service with metrics on and no traces (a recording span runs the statements
+    through SQLAlchemy, for the statement spans)."""
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.metrics": "true"})
+    yield app
+    app.registry["db.engine"].dispose()
+
+
+def statements_sum(client) -> float:
+    text = client.get("/metrics").text
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == "jsonapi_sql_statements_per_request_sum"
+               and sample.labels.get("http_route") == "/api/articles/{id}")
+
+
+def test_the_metrics_count_the_statements_the_driver_ran(metered_app, schema_validator, blog, db, driver_runs):
+    client = JsonApiTestApp(metered_app, extra_environ={"HTTP_HOST": "example.test", "REMOTE_ADDR": "127.0.0.1"})
+    client.validator = schema_validator
+    path = f"/api/articles/{blog['hello'].id}?include=author,comments"
+    engine = metered_app.registry["db.engine"]
+    seen = []
+
+    def record(conn_, cursor, sql, parameters, context, executemany):
+        seen.append(sql)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        first = client.get(path, status=200).json  # SQLAlchemy runs them (a listener), and learns them
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    before = statements_sum(client)
+    again = client.get(path, status=200).json
+    assert statements_sum(client) - before == len(seen) == len(driver_runs) > 1
+    assert again == first
