@@ -9,7 +9,8 @@ instance on it (``execute``: records, ids, counts), and only those that load map
 An application that provides ``request.dbsession`` itself, without ``jsonapi_pyramid.db``, gets
 its session's connection.
 
-Kept statements on the driver: a statement ``schema.StatementCache`` keeps (``keep``) is compiled
+Kept statements on the driver: a ``Select`` the application's ``schema.StatementCache`` keeps
+(noted in its ``on_driver``, per application, with its compiled forms per dialect) is compiled
 by SQLAlchemy on its first run; after it, on a read without a session, ``execute`` runs its SQL
 string on the DBAPI cursor itself with the bind and result processors SQLAlchemy's types give
 (``_Form``), with no execution context per run. Whatever SQLAlchemy would do more takes its own
@@ -19,7 +20,6 @@ echo, execution options, positional dialects that set input sizes, expanding par
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from pyramid.request import Request
@@ -27,9 +27,8 @@ from sqlalchemy import event
 from sqlalchemy.engine.interfaces import BindTyping
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
-from sqlalchemy.sql import Select
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute", "keep", "utc_sessions"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -65,7 +64,7 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
         if session.autoflush:
             session.flush()
     elif parameters is not None:
-        forms = _KEPT.get(statement)
+        forms = request.registry.jsonapi.statements.on_driver.get(statement)
         if forms is not None:
             form = forms.get(connection.dialect, _NEW)
             if form is _NEW:
@@ -93,16 +92,7 @@ def _utc_session(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.commit()  # the session default of this connection, not one transaction's
 
 
-#: kept statements -> {dialect: their ``_Form`` (None: SQLAlchemy runs them)}
-_KEPT: Any = weakref.WeakKeyDictionary()
 _NEW = object()
-
-
-def keep(statement: Any) -> None:
-    """Note ``statement`` (a kept value, a statement or not) as kept from one request to the
-    next: ``execute`` may run it on the driver."""
-    if isinstance(statement, Select):
-        _KEPT.setdefault(statement, {})
 
 
 class _Rows(list[Any]):

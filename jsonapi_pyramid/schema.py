@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,10 +28,8 @@ from pyramid.request import Request
 from sqlalchemy import String, case, cast, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
-from sqlalchemy.sql import sqltypes, visitors
+from sqlalchemy.sql import Select, sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
-
-from .connection import keep
 
 __all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
            "visibility_of"]
@@ -223,6 +222,9 @@ class StatementCache:
         self._reads = _LRU(size)
         #: criterion SQL shape -> (shared form, the names of its parameters)
         self._forms = _LRU(size)
+        #: kept ``Select`` -> {dialect: its compiled form, None when SQLAlchemy runs it}
+        #: (``connection.execute`` runs it on the driver; gone with the statement)
+        self.on_driver: Any = weakref.WeakKeyDictionary()
         #: id of a criterion -> (the criterion, its shared form, names, the criterion's bound values)
         self._seen = _LRU(size)
         self._names = itertools.count()
@@ -251,7 +253,8 @@ class StatementCache:
             reads = tuple(dict.fromkeys(state[_BUILDING][1]))
         finally:
             state[_BUILDING] = outer
-        keep(statement)
+        if isinstance(statement, Select):
+            self.on_driver.setdefault(statement, {})
         forms = self._forms_of(request, reads)
         self._reads.keep(key, reads)
         self._entries.keep((key, reads, tuple(id(form[0]) for form in forms)), (tuple(form[0] for form in forms), statement))

@@ -10,6 +10,8 @@ import decimal
 import enum
 import types
 import uuid
+import weakref
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -34,7 +36,7 @@ from sqlalchemy.exc import DBAPIError, NoResultFound
 
 from jsonapi_blog import main
 from jsonapi_pyramid import connection as connection_module
-from jsonapi_pyramid.connection import execute, keep
+from jsonapi_pyramid.connection import execute
 from tests.conftest import APP_SETTINGS, JsonApiTestApp
 
 
@@ -67,10 +69,25 @@ def typed(database_url):
     engine.dispose()
 
 
+#: the statements these tests keep, as an application's ``StatementCache.on_driver``
+ON_DRIVER: Any = weakref.WeakKeyDictionary()
+
+
+def keep(statement):
+    """As ``StatementCache.get`` notes a statement it keeps."""
+    ON_DRIVER.setdefault(statement, {})
+
+
+class Registry(dict):
+    """What ``execute`` reads of a registry: ``jsonapi_pyramid.db``'s engine, the metrics, and
+    the application's kept statements."""
+
+    jsonapi = types.SimpleNamespace(statements=types.SimpleNamespace(on_driver=ON_DRIVER))
+
+
 def request_on(engine, conn, observability=None):
-    """What ``execute`` reads of a request: the registry (``jsonapi_pyramid.db``'s engine, the
-    metrics) and the request's connection."""
-    registry = {"db.engine": engine}
+    """What ``execute`` reads of a request: the registry and the request's connection."""
+    registry = Registry({"db.engine": engine})
     if observability is not None:
         registry["jsonapi.observability"] = observability
     return types.SimpleNamespace(registry=registry, dbconnection=conn)
