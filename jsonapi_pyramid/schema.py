@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -167,8 +168,16 @@ def visibility_of(request: Request, definition: Any) -> Any:
     building = request.__dict__.get(_BUILDING)
     if building is None:
         return criterion
+    form = building[0].shared(criterion)
+    _note_read(building, definition, form)
+    return form[0]
+
+
+def _note_read(building: Any, definition: Any, form: Any) -> None:
+    """Note in a build's state that its statement holds ``form`` (a ``shared`` answer) of
+    ``definition``'s criterion: the forms it holds are the ones whose values it needs."""
     building[1].append(definition)
-    return building[0].shared(criterion)[0]
+    building[2].setdefault(definition, {})[id(form[0])] = form
 
 
 class _LRU(OrderedDict[Any, Any]):
@@ -228,6 +237,7 @@ class StatementCache:
         #: id of a criterion -> (the criterion, its shared form, names, the criterion's bound values)
         self._seen = _LRU(size)
         self._names = itertools.count()
+        self._lock = threading.Lock()
         #: lookups answered from the cache, and statements built
         self.hits = self.misses = 0
 
@@ -247,26 +257,38 @@ class StatementCache:
         self.misses += 1
         state = request.__dict__
         outer = state.get(_BUILDING)
-        state[_BUILDING] = (self, [])
+        # (this cache, the definitions read, definition -> {id of a form: the form} the statement holds)
+        building: tuple[Any, list[Any], dict[Any, dict[int, Any]]] = (self, [], {})
+        state[_BUILDING] = building
         try:
             statement = build()
-            reads = tuple(dict.fromkeys(state[_BUILDING][1]))
         finally:
             state[_BUILDING] = outer
-        if isinstance(statement, Select):
-            self.on_driver.setdefault(statement, {})
-        forms = self._forms_of(request, reads)
-        self._reads.keep(key, reads)
-        self._entries.keep((key, reads, tuple(id(form[0]) for form in forms)), (tuple(form[0] for form in forms), statement))
+        reads = tuple(dict.fromkeys(building[1]))
+        held = [building[2][definition] for definition in reads]
+        if outer is not None:  # a statement built around this one holds these forms too
+            for definition, forms_held in zip(reads, held):
+                for form in forms_held.values():
+                    _note_read(outer, definition, form)
+        forms = [form for forms_held in held for form in forms_held.values()]
+        # Kept only when it holds one form per criterion: another thread may have given a shape a
+        # new form while this one was built, and a lookup finds one form per definition read.
+        if all(len(forms_held) == 1 for forms_held in held):
+            if isinstance(statement, Select):
+                self.on_driver.setdefault(statement, {})
+            self._reads.keep(key, reads)
+            self._entries.keep((key, reads, tuple(id(form[0]) for form in forms)), (tuple(form[0] for form in forms), statement))
         _bind(parameters, forms)
         return statement
 
     def _forms_of(self, request: Request, reads: tuple[Any, ...]) -> list[tuple[Any, tuple[str, ...], tuple[Any, ...]]]:
+        forms = [self.shared(_criterion(request, definition)) for definition in reads]
         # noted as read by a statement being built around this one (it holds this one's criteria)
         building = request.__dict__.get(_BUILDING)
         if building is not None:
-            building[1].extend(reads)
-        return [self.shared(_criterion(request, definition)) for definition in reads]
+            for definition, form in zip(reads, forms):
+                _note_read(building, definition, form)
+        return forms
 
     def shared(self, criterion: Any) -> tuple[Any, tuple[str, ...], tuple[Any, ...]]:
         """(the shared form of ``criterion``, the names of its parameters, ``criterion``'s values
@@ -289,8 +311,11 @@ class StatementCache:
             return criterion, (), ()
         form = self._forms.used(cache_key.key)
         if form is None:
-            form = _shared_form(criterion, next(self._names)) if cache_key.bindparams else (criterion, ())
-            self._forms.keep(cache_key.key, form or _UNSHARED)
+            with self._lock:  # one form per shape, whichever thread makes it first
+                form = self._forms.used(cache_key.key)
+                if form is None:
+                    form = _shared_form(criterion, next(self._names)) if cache_key.bindparams else (criterion, ())
+                    self._forms.keep(cache_key.key, form or _UNSHARED)
         if form is None or form is _UNSHARED:
             return criterion, (), ()
         return form[0], form[1], cache_key.bindparams

@@ -178,6 +178,41 @@ def test_criteria_of_one_shape_share_a_statement_each_with_its_own_values_bound(
     engine.dispose()
 
 
+def test_a_form_replaced_by_another_thread_while_a_statement_is_built_binds_the_form_it_holds():
+    """One criterion object shared by concurrent requests (an application that keeps a caller's
+    criterion, as the blog does per member): another thread may give its shape another shared form
+    while this one builds a statement holding the first. The parameters must then be the first
+    form's, and the statement must not be kept under the second: on PostgreSQL under two
+    processes the cache bound 'jsonapi_visible_3_*' to a statement holding 'jsonapi_visible_2_*'
+    and answered 500 ("A value is required for bind parameter") on every later hit."""
+    from sqlalchemy import create_engine, or_, select
+
+    from jsonapi_blog.models import Article, Base
+    from jsonapi_pyramid.schema import _shared_form
+
+    cache = StatementCache()
+    criterion = or_(Article.status == "published", Article.user_id == 1)
+    own = _Definition(criterion)
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+
+    def build():
+        statement = select(Article.id).where(visibility_of(request, own))
+        # meanwhile another thread made the shape's form anew and noted it for this criterion
+        values = criterion._generate_cache_key().bindparams
+        cache._seen.keep(id(criterion), (criterion, *_shared_form(criterion, 99), values))
+        cache._forms.clear()
+        return statement
+
+    for _ in range(3):
+        request, parameters = _Request(), {}
+        statement = cache.get(request, ("page",), build, parameters)
+        with engine.connect() as connection:
+            assert connection.execute(statement, parameters).all() == []
+        cache._seen.clear()  # the next request's lookups find the replaced forms again
+    engine.dispose()
+
+
 def test_filtered_pages_reuse_their_statement_with_other_values(api, blog, engine):
     hello, traversal = str(blog["hello"].id), str(blog["traversal"].id)
     queries = [
