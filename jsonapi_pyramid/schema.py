@@ -142,7 +142,7 @@ def build_fields(model: Any, transformer_class: Any) -> dict[str, Field]:
 
 
 #: ``request.__dict__`` keys: the visibility criterion of each definition for this request, and
-#: (while a statement is built for ``StatementCache``) the cache and the definitions the build read.
+#: (while a statement is built for ``StatementCache``) the cache and the forms of the definitions the build read.
 _VISIBILITY = "jsonapi_visibility"
 _BUILDING = "jsonapi_statement_build"
 #: ``StatementCache._forms``: a criterion shape whose values could not all be replaced
@@ -176,8 +176,7 @@ def visibility_of(request: Request, definition: Any) -> Any:
 def _note_read(building: Any, definition: Any, form: Any) -> None:
     """Note in a build's state that its statement holds ``form`` (a ``shared`` answer) of
     ``definition``'s criterion: the forms it holds are the ones whose values it needs."""
-    building[1].append(definition)
-    building[2].setdefault(definition, {})[id(form[0])] = form
+    building[1].setdefault(definition, {})[id(form[0])] = form
 
 
 class _LRU(OrderedDict[Any, Any]):
@@ -257,15 +256,15 @@ class StatementCache:
         self.misses += 1
         state = request.__dict__
         outer = state.get(_BUILDING)
-        # (this cache, the definitions read, definition -> {id of a form: the form} the statement holds)
-        building: tuple[Any, list[Any], dict[Any, dict[int, Any]]] = (self, [], {})
+        # (this cache, definition read -> {id of a form: the form} the statement holds, in the order read)
+        building: tuple[Any, dict[Any, dict[int, Any]]] = (self, {})
         state[_BUILDING] = building
         try:
             statement = build()
         finally:
             state[_BUILDING] = outer
-        reads = tuple(dict.fromkeys(building[1]))
-        held = [building[2][definition] for definition in reads]
+        reads = tuple(building[1])
+        held = list(building[1].values())
         if outer is not None:  # a statement built around this one holds these forms too
             for definition, forms_held in zip(reads, held):
                 for form in forms_held.values():
