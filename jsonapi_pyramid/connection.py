@@ -133,12 +133,14 @@ class _Form:
         compiled = statement.compile(dialect=dialect)
         if compiled.literal_execute_params or compiled.post_compile_params or compiled.escaped_bind_names:
             return None
-        binds = []
+        # One processor per parameter name, as SQLAlchemy applies them: a statement may hold one
+        # parameter in several places (an item's id in its row and in its tag's linkage part),
+        # and a processor applied twice to its own output fails (Uuid on SQLite: str has no .hex).
+        binds: dict[str, Any] = {}
         for bind, name in compiled.bind_names.items():
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                binds.append((name, process))
-        return cls(statement, compiled, tuple(binds))
+            if name not in binds:
+                binds[name] = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        return cls(statement, compiled, tuple((name, process) for name, process in binds.items() if process is not None))
 
     def learn(self, result: Any) -> Any:
         """The row keys and result processors of SQLAlchemy's first run (``result``, returned);
