@@ -49,7 +49,7 @@ from .body import request_data
 from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
-from .errors import method_not_allowed_view
+from .errors import ValidationFailed, method_not_allowed_view
 from .includes import load_document
 from .loading import Loaded
 from .preconditions import check_if_match
@@ -57,7 +57,7 @@ from .query import parse_query
 from .security import Permission
 from .stored import load_stored, load_stored_many
 from .traversal import Collection, Item
-from .validation import resolve_identifiers
+from .validation import resolve_identifiers, run_schema
 
 __all__ = [
     "Operation",
@@ -66,7 +66,9 @@ __all__ = [
     "created",
     "item",
     "linkage_entities",
+    "no_content",
     "request_data",
+    "validated",
 ]
 
 
@@ -207,6 +209,23 @@ def linkage_entities(request: Request, definition: Any, identifiers: Iterable[An
     return resolve_identifiers(request, definition, list(identifiers), pointer)
 
 
+def validated(request: Request, schema: Any, value: Any, pointer: str = "/data") -> dict[Any, Any]:
+    """``value`` (a member of the body, found at ``pointer``) deserialized by the colander mapping
+    ``schema`` (a class or an instance, bound to ``request``) with the library's rules: every
+    failed rule, and every member the schema does not name, is reported at once, as one 422
+    whose errors point into the body (``/data/reason``); a ``value`` that is no JSON object is one
+    error at ``pointer``."""
+    if not isinstance(value, dict):
+        raise ValidationFailed([(pointer, "must be an object.")])
+    node = schema() if isinstance(schema, type) else schema
+    values, failures = run_schema(node.bind(request=request), value)
+    known = {child.name for child in node.children}
+    failures += [(f"/{name}", f"{name} is not a member this operation takes.") for name in value if name not in known]
+    if failures:
+        raise ValidationFailed([(pointer + below, message) for below, message in failures])
+    return cast("dict[Any, Any]", values)
+
+
 # -- answering -----------------------------------------------------------------------------------
 
 def _definition(request: Request, entity: Any) -> Any:
@@ -259,6 +278,11 @@ def collection(request: Request, entities: list[Any], *, status: int = 200, defi
     stored = load_stored_many(request, definition, list(entities))
     loaded = load_document(request, plan, Loaded(definition, [definition.value_of(value) for value in stored]))
     return _respond(request, page_document(request, plan, loaded), status, None)
+
+
+def no_content(request: Request) -> None:
+    """204 without a body: return its result from an operation's view."""
+    request.response.status_code = 204
 
 
 def includeme(config: Configurator) -> None:

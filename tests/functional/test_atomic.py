@@ -364,4 +364,7 @@ def test_a_type_whose_create_is_a_custom_operation_is_refused(atomic, admin, db,
     response = atomic([add("tokens", {"email": "alice@example.com", "password": "alice-password"})], admin, 400)
     error = response.json["errors"][0]
     assert "custom operation" in error["detail"] and "tokens" in error["detail"]
+    # it says which operation and what was replaced, and points at the operation's op
+    assert error["detail"].startswith("'add' of tokens is a custom operation (the application replaced POST /tokens)")
+    assert error["source"] == {"pointer": "/atomic:operations/0/op"}
     assert snapshot(engine) == before
