@@ -87,6 +87,7 @@ setup(
         "console_scripts": [
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
             "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
+            "jsonapi-pyramid-schema = jsonapi_pyramid.schemacli:main",
         ],
     },
 )

@@ -12,6 +12,38 @@ from .schemas import _column_schema, _described, colander_to_schema, example_for
 from .stats import stats_schema
 
 
+def attribute_schema(definition: Any, name: str) -> dict[Any, Any]:
+    """The JSON Schema of the attribute ``name`` of ``definition`` as resources show it, from its
+    SQL type (``null`` among its types when the column is nullable); ``{}`` when SQL cannot compute
+    it (a plain Python property: any value)."""
+    sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
+    if sql_type is None:
+        return {}
+    schema = _column_schema(sql_type)
+    if nullable and "type" in schema:
+        schema["type"] = [schema["type"], "null"]
+    return schema
+
+
+def request_attributes_schema(definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> dict[Any, Any]:
+    """The JSON Schema of ``data.attributes`` in a ``create`` or ``update`` request of
+    ``definition``: its colander schema's (``required`` on create only; a member the transformer
+    does not show is ``writeOnly``), else the ``accepted`` attributes as resources show them.
+    ``accepted``: the names a client may send (``validation.writable_attributes``); ``shown``: the
+    transformer's attributes."""
+    node = _attribute_schema_node(definition, kind)
+    if node is None:
+        return {"type": "object", "properties": {n: attribute_schema(definition, n) for n in sorted(accepted)}}
+    attributes = colander_to_schema(node)
+    attributes.pop("default", None)
+    if kind == "update":  # PATCH: only what is sent is validated
+        attributes.pop("required", None)
+    for name, schema in attributes.get("properties", {}).items():
+        if name not in shown:
+            schema["writeOnly"] = True
+    return attributes
+
+
 class ComponentsMixin(BuilderState):
     # What the other mixins provide (annotations only).
     _read_parameters: Any
@@ -66,13 +98,7 @@ class ComponentsMixin(BuilderState):
         }
 
     def _attribute_schema(self, definition: Any, name: str) -> dict[Any, Any]:
-        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
-        if sql_type is None:
-            return {}
-        schema = _column_schema(sql_type)
-        if nullable and "type" in schema:
-            schema["type"] = [schema["type"], "null"]
-        return schema
+        return attribute_schema(definition, name)
 
     def _id_schema(self, definition: Any) -> dict[Any, Any]:
         if definition.id_format == "integer":
@@ -182,18 +208,7 @@ class ComponentsMixin(BuilderState):
 
     def _request_schema(self, definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> None:
         T = definition.type
-        node = _attribute_schema_node(definition, kind)
-        if node is not None:
-            attributes = colander_to_schema(node)
-            attributes.pop("default", None)
-            if kind == "update":  # PATCH: only what is sent is validated
-                attributes.pop("required", None)
-            for name, schema in attributes.get("properties", {}).items():
-                if name not in shown:
-                    schema["writeOnly"] = True
-        else:
-            attributes = {"type": "object",
-                          "properties": {n: self._attribute_schema(definition, n) for n in sorted(accepted)}}
+        attributes = request_attributes_schema(definition, kind, accepted, shown)
         relationships = {}
         for relationship in definition.relationships:
             name = _camel(relationship.target_definition.type, "ToManyLinkageRequest" if relationship.many else "ToOneLinkageRequest")

@@ -1,0 +1,28 @@
+"""The resource schema (CONTRACT section 12) of the catalogue: UUID and text keys, a polymorphic
+family, an association object, computed attributes, attributes written without a colander
+schema; it agrees with the catalogue's OpenAPI document member by member."""
+from __future__ import annotations
+
+from jsonapi_pyramid.clientschema import schema_of
+from tests.functional.test_client_schema import assert_agrees_with_openapi
+
+
+def test_the_catalogue_schema_agrees_with_its_openapi_document(wsgi_app):
+    assert_agrees_with_openapi(wsgi_app.registry)
+
+
+def test_the_catalogue_schema_says_what_the_catalogue_declares(wsgi_app):
+    types = schema_of(wsgi_app.registry)["types"]
+    books = types["books"]
+    # written without a colander schema (writable=): converted from the column, none required on create
+    assert [name for name, fact in books["attributes"].items() if fact["requiredOnCreate"]] == []
+    assert books["attributes"]["price"]["format"] == "decimal" and books["attributes"]["price"]["type"] == "string"
+    assert books["attributes"]["pages"]["stats"] == ["count", "minimum", "maximum", "sum", "average"]
+    assert books["attributes"]["titleLength"]["readOnly"] is True  # computed
+    assert types["people"]["attributes"]["name"]["requiredOnCreate"] is True  # PersonCreate
+    # a relationship to a polymorphic base: its members may be of every type of the family
+    assert books["relationships"]["holdings"]["types"] == ["ebookLicences", "holdings", "printCopies"]
+    assert types["holdings"]["relationships"]["borrower"] == {
+        "toMany": False, "types": ["members", "staff", "students"], "nullable": True, "writable": True,
+        "includable": True, "filterable": True}
+    assert books["relationships"]["editor"]["filterable"] is False  # not declared filterable
