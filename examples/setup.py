@@ -42,6 +42,9 @@ dev = [
     "twine>=5",
     # The documentation site (make docs; built by the tests too).
     "sphinx>=7",
+    # A generated Python client's runtime (jsonapi-pyramid-client --lang python): its tests run it
+    # against the reference service in-process (httpx's WSGI transport) and type-check it.
+    "httpx>=0.27,<1",
     # The lint and type gates of make test (pinned to a minor release: new rules come with new ones).
     "ruff>=0.17,<0.18",
     "mypy>=2.4,<2.5",
