@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from .contract import get_registry
-from .filter_terms import filter_operators
+from .filter_terms import filter_operators, path_operators
 from .negotiation import SUPPORTED_EXTENSIONS
 from .openapi.components import attribute_schema, request_attributes_schema
 from .pagination import PROFILE as CURSOR_PROFILE
@@ -60,7 +60,17 @@ def _type(definition: Any, includable: bool) -> dict[str, Any]:
         "relationships": {relationship.name: _relationship(definition, relationship, includable)
                           for relationship in definition.relationships},
         "operations": [{"name": name, "on": on, "method": method} for on, name, method in operations],
+        "paths": _paths(definition),
     }
+
+
+def _paths(definition: Any) -> dict[str, Any]:
+    """The dotted paths a client may filter (``filter[author.name]``, with their operators) or sort
+    by (``sort=-comments.count``): what the type declares (or its defaults) beyond its own members."""
+    filterable, sortable = set(definition.filterable), set(definition.sortable)
+    return {path: {"filter": list(path_operators(definition, path)) if path in filterable else [],
+                   "sortable": path in sortable}
+            for path in sorted(filterable | sortable) if "." in path}
 
 
 def _attributes(definition: Any) -> dict[str, Any]:

@@ -141,7 +141,7 @@ def _type_code(type_name: str, names: dict[str, str], types: dict[str, Any], dep
     out += _typed_dict(f"{cls}Filter", {name: f"{value} | {cls}{_class_name(name)}Filter" if operators else value
                                         for name, (value, operators) in filters.items()})
     out += ["", "", f"{cls}Include = {_literal(set(_include_paths(type_name, types, depth)))}",
-            f"{cls}Sort = {_literal(_sort_keys(attributes))}"]
+            f"{cls}Sort = {_literal(_sort_keys({**attributes, **spec.get('paths', {})}))}"]
     stats = {name: f"list[{_literal(member['stats'])}]" for name, member in attributes.items() if member.get("stats")}
     out += _typed_dict(f"{cls}Stats", {"total": "list[Literal['count']]", **stats})
     out += _relationship_endpoints(cls, relationships, names)
@@ -169,8 +169,9 @@ def _filters(spec: dict[str, Any]) -> Iterator[tuple[str, tuple[str, dict[str, s
             value = _PYTHON.get(member.get("type") or "", "Any")
             yield name, (value, {op: "bool" if op == "isnull" else f"Sequence[{value}]" if op in ("in", "nin") else value
                                  for op in member["filter"]})
-    for path, operators in sorted(spec.get("filterPaths", {}).items()):
-        yield path, ("str", dict.fromkeys(operators, "Any"))
+    for path, member in sorted(spec.get("paths", {}).items()):
+        if member.get("filter"):
+            yield path, ("str | int | float | bool", dict.fromkeys(member["filter"], "Any"))
     for name, rel in sorted(spec["relationships"].items()):
         if rel.get("filterable"):
             yield name, ("str | Sequence[str]", {})

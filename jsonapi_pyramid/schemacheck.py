@@ -101,6 +101,13 @@ def _compare_type(report: _Report, name: str, old: dict[str, Any], new: dict[str
         _compare_attribute(report, f"{name}.{member}", old_attributes[member], new_attributes[member])
     for member in sorted(old_links.keys() & new_links.keys()):
         _compare_relationship(report, f"{name}.{member}", old_links[member], new_links[member])
+    old_paths, new_paths = _members(old, "paths"), _members(new, "paths")
+    for path in sorted(old_paths.keys() - new_paths.keys()):
+        report.breaking(f"{name}.{path}", "path no longer filterable or sortable")
+    for path in sorted(new_paths.keys() - old_paths.keys()):
+        report.added(f"{name}.{path}", "path")
+    for path in sorted(old_paths.keys() & new_paths.keys()):
+        _compare_attribute(report, f"{name}.{path}", old_paths[path], new_paths[path])
     old_operations, new_operations = _operations(old), _operations(new)
     for key in sorted(old_operations.keys() - new_operations.keys()):
         report.breaking(f"{name}.{key[0]}", f"{old_operations[key]} removed")

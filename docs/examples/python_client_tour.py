@@ -13,8 +13,8 @@ def tour(api: Client) -> list[str]:
     """Every kind of call, returning what it saw, one line each."""
     seen = []
     page = api.articles.list(include=["author", "tags"], fields={"articles": ["title", "author", "tags"]},
-                             filter={"status": "published", "title": {"icontains": "json"}},
-                             sort=["-createdAt"], page={"size": 5})
+                             filter={"status": "published", "author.name": {"icontains": "ali"}},
+                             sort=["-comments.count", "-createdAt"], page={"size": 5})
     first = page.data[0]
     seen.append(f"list: {first.attributes.title} by {first.relationships.author}")
     authors = [resource for resource in page.included if isinstance(resource, Users)]

@@ -104,3 +104,13 @@ def test_the_schema_bytes_are_stable_and_sorted(wsgi_app):
     reread = orjson.loads(first)
     assert reread == schema_of(wsgi_app.registry)
     assert list(reread["types"]["articles"]["attributes"]["body"]) == sorted(FIELDS)
+
+
+def test_the_blog_schema_lists_the_dotted_paths_a_client_may_filter_and_sort_by(wsgi_app):
+    paths = schema_of(wsgi_app.registry)["types"]["articles"]["paths"]
+    assert paths["author.name"] == {"filter": ["eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains",
+                                               "startswith", "isnull"], "sortable": True}
+    assert paths["comments.count"] == {"filter": [], "sortable": True}
+    assert paths["tags.name"]["sortable"] is False and "icontains" in paths["tags.name"]["filter"]
+    assert "contains" not in paths["author.articles"]["filter"]  # a path ending in a relationship compares ids
+    assert "title" not in paths  # the type's own members are attributes, not paths

@@ -281,3 +281,28 @@ def test_the_command_exits_2_on_an_unreadable_file(tmp_path, capsys):
         assert schemacli.main(["check", other, good]) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.startswith("jsonapi-pyramid-schema check: ")
+
+
+# -- dotted paths (filter[author.name], sort=-comments.count) ------------------------------------
+
+def _with_paths(types):
+    types["articles"]["paths"] = {"author.name": {"filter": ["eq", "contains"], "sortable": True},
+                                  "tags.count": {"filter": [], "sortable": True}}
+
+
+def test_a_path_removed_or_narrowed_is_breaking_and_a_new_one_is_an_addition():
+    old = changed(_with_paths)
+
+    def compare(change):
+        new = copy.deepcopy(old)
+        change(new["types"])
+        return compare_schemas(old, new)
+
+    additions, breaks = compare(lambda types: types["articles"]["paths"].pop("author.name"))
+    assert breaks == ["BREAKING articles.author.name: path no longer filterable or sortable"]
+    additions, breaks = compare(lambda types: types["articles"]["paths"]["author.name"]["filter"].remove("contains"))
+    assert breaks == ["BREAKING articles.author.name: filter operator 'contains' removed"]
+    additions, breaks = compare(lambda types: types["articles"]["paths"]["tags.count"].update(sortable=False))
+    assert breaks == ["BREAKING articles.tags.count: sort field removed"]
+    additions, breaks = compare(lambda types: types["articles"]["paths"].update({"tags.name": {"filter": ["eq"], "sortable": False}}))
+    assert (additions, breaks) == (["added articles.tags.name: path"], [])
