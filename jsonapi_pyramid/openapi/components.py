@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract import TOTAL_COUNT
-from ..jsontypes import attribute_sql_type
+from ..jsontypes import attribute_sql_type, required_column
 from ..validation import required_on_create, writable_attributes
 from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
@@ -72,6 +72,8 @@ class ComponentsMixin(BuilderState):
         schema = _column_schema(sql_type)
         if nullable and "type" in schema:
             schema["type"] = [schema["type"], "null"]
+            if "enum" in schema:
+                schema["enum"] = [*schema["enum"], None]
         return schema
 
     def _id_schema(self, definition: Any) -> dict[Any, Any]:
@@ -180,20 +182,33 @@ class ComponentsMixin(BuilderState):
                 nodes.update({child.name: child for child in node.children})
         return nodes
 
+    def _request_attributes(self, definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> dict[Any, Any]:
+        """The ``attributes`` of a create or update body: every attribute the write path takes, by
+        the colander node of the kind's schema where it has one, else by its column (as it checks
+        it); required as it requires them (on create: the schema's, and NOT NULL columns without a
+        default that no node covers); nothing else."""
+        node = _attribute_schema_node(definition, kind)
+        attributes: dict[Any, Any] = colander_to_schema(node) if node is not None else {"type": "object"}
+        attributes.pop("default", None)
+        described = attributes.get("properties", {})
+        properties = {name: described[name] for name in described if name in accepted}
+        for name in sorted(accepted - set(described)):
+            properties[name] = self._attribute_schema(definition, name)
+        for name, schema in properties.items():
+            if name not in shown:
+                schema["writeOnly"] = True
+        attributes["properties"] = properties
+        required = [name for name in attributes.pop("required", ()) if name in accepted]
+        required += [name for name in sorted(accepted - set(described))
+                     if required_column(definition.model, definition.entity_attribute(name))]
+        if required and kind == "create":  # PATCH: only what is sent is validated
+            attributes["required"] = required
+        attributes["additionalProperties"] = False
+        return attributes
+
     def _request_schema(self, definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> None:
         T = definition.type
-        node = _attribute_schema_node(definition, kind)
-        if node is not None:
-            attributes = colander_to_schema(node)
-            attributes.pop("default", None)
-            if kind == "update":  # PATCH: only what is sent is validated
-                attributes.pop("required", None)
-            for name, schema in attributes.get("properties", {}).items():
-                if name not in shown:
-                    schema["writeOnly"] = True
-        else:
-            attributes = {"type": "object",
-                          "properties": {n: self._attribute_schema(definition, n) for n in sorted(accepted)}}
+        attributes = self._request_attributes(definition, kind, accepted, shown)
         relationships = {}
         for relationship in definition.relationships:
             name = _camel(relationship.target_definition.type, "ToManyLinkageRequest" if relationship.many else "ToOneLinkageRequest")

@@ -1,16 +1,20 @@
 """Column kinds on models of the test's own, on SQLite and PostgreSQL (issue 33): an ``Enum``
 whose members' names differ from their values shows, groups, orders and carries its values
-everywhere a value leaves the database."""
+everywhere a value leaves the database; the OpenAPI request schemas list every attribute a write
+takes, with or without a colander node."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import enum
 
+import colander
+import jsonschema
 import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import Enum, String, create_engine, text
+from sqlalchemy import Date, DateTime, Enum, Integer, String, create_engine, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import RelationshipsCollection, Transformer
@@ -53,6 +57,34 @@ class TicketTransformer(Transformer):
     attributes = ("title", "priority")
 
 
+class Note(Base):
+    """Written through a colander schema that knows one attribute, and ``writable=`` that allows more."""
+
+    __tablename__ = "notes"
+    __jsonapi_type__ = "notes"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(Enum("draft", "published", name="note_status"), default="draft")
+    published_on: Mapped[dt.date | None] = mapped_column(Date)
+    pages: Mapped[int] = mapped_column(Integer)  # NOT NULL, no default: a create must give it
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, server_default=func.now())
+
+    @classmethod
+    def transformer(cls):
+        return NoteTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class NoteTransformer(Transformer):
+    attributes = ("title", "status", "publishedOn", "pages", "createdAt")
+
+
+class TitleOnlySchema(colander.MappingSchema):
+    title = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=100))
+
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def desk(request, tmp_path_factory):
@@ -63,6 +95,7 @@ def desk(request, tmp_path_factory):
             config.include("jsonapi_pyramid.db")
             config.include("jsonapi_pyramid")
             config.add_jsonapi_resource(Ticket, writable=("title", "priority"))
+            config.add_jsonapi_resource(Note, create=TitleOnlySchema, writable=("title", "status", "publishedOn", "pages"))
         app = config.make_wsgi_app()
         yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
         app.registry["db.engine"].dispose()
@@ -76,6 +109,7 @@ def api(desk):
     yield app
     with engine.begin() as connection:
         connection.execute(text("DELETE FROM tickets"))
+        connection.execute(text("DELETE FROM notes"))
 
 
 def post(api, path, attributes, status=201):
@@ -129,3 +163,37 @@ def test_a_cursor_walk_sorted_by_an_enum_whose_names_differ_from_its_values(api,
     assert {priority for _, priority in seen} == {"low", "high", "urgent"}
     assert not {"LOW", "HIGH", "URGENT"} & {value for value in carried if isinstance(value, str)}, carried
 
+
+# -- OpenAPI: every writable attribute in the request schemas ------------------------------------
+
+def test_request_schemas_list_the_writable_attributes_a_colander_schema_leaves_out(api):
+    schemas = api.get("/api/openapi.json").json["components"]["schemas"]
+    create = schemas["NotesCreateRequest"]["properties"]["data"]["properties"]["attributes"]
+    update = schemas["NotesUpdateRequest"]["properties"]["data"]["properties"]["attributes"]
+    for attributes in (create, update):
+        assert set(attributes["properties"]) == {"title", "status", "publishedOn", "pages"}
+        assert attributes["additionalProperties"] is False
+        assert attributes["properties"]["title"]["maxLength"] == 100  # the colander node's
+        assert attributes["properties"]["status"] == {"type": "string", "enum": ["draft", "published"]}
+        assert attributes["properties"]["publishedOn"] == {"type": ["string", "null"], "format": "date"}
+        assert attributes["properties"]["pages"] == {"type": "integer"}
+    assert set(create["required"]) == {"title", "pages"}  # the node's, and a NOT NULL column without default
+    assert "required" not in update
+    # a nullable enumeration's schema takes null (its type said so, its enum did not)
+    ticket = schemas["TicketsResource"]["properties"]["attributes"]["properties"]["priority"]
+    assert ticket == {"type": ["string", "null"], "enum": ["low", "high", "urgent", None]}
+    # the schema and the write path agree, both ways
+    good = {"data": {"type": "notes", "attributes": {"title": "a", "publishedOn": "2026-01-02", "pages": 3}}}
+    jsonschema.validate(good, schemas["NotesCreateRequest"])
+    made = post(api, "/api/notes", good["data"]["attributes"]).json["data"]
+    assert made["attributes"]["publishedOn"] == "2026-01-02"
+    for attributes, pointer in (({"title": "a"}, "/data/attributes/pages"),
+                                ({"title": "a", "pages": 1, "createdAt": "2026-01-02T00:00:00Z"}, "/data/attributes/createdAt"),
+                                ({"title": "a", "pages": "1"}, "/data/attributes/pages")):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"data": {"type": "notes", "attributes": attributes}}, schemas["NotesCreateRequest"])
+        assert post(api, "/api/notes", attributes, status=422).json["errors"][0]["source"] == {"pointer": pointer}
+    patch = {"data": {"type": "notes", "id": made["id"], "attributes": {"status": "published", "publishedOn": None}}}
+    jsonschema.validate(patch, schemas["NotesUpdateRequest"])
+    patched = api.patch(made["links"]["self"], orjson.dumps(patch), headers={"Content-Type": MEDIA_TYPE}).json["data"]
+    assert patched["attributes"]["status"] == "published" and patched["attributes"]["publishedOn"] is None
