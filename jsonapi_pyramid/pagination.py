@@ -34,6 +34,7 @@ from pyramid.request import Request
 from sqlalchemy import Enum, Integer, and_, bindparam, false, or_
 
 from .contract import get_registry
+from .durations import duration_text, parse_duration
 from .errors import BadRequest, error_object
 from .relationships import relationship_aggregate
 from .schema import CURSOR_KINDS, enum_choices, enum_shown
@@ -181,19 +182,17 @@ def _dump_value(value: Any) -> Any:
         return ["f", repr(value)]
     if isinstance(value, Decimal):
         return ["n", str(value)]
-    if isinstance(value, dt.datetime):
-        return ["t", value.isoformat()]
-    if isinstance(value, dt.date):
-        return ["d", value.isoformat()]
-    if isinstance(value, dt.time):
-        return ["h", value.isoformat()]
+    if isinstance(value, (dt.date, dt.time)):  # t: a timestamp (a datetime is a date too), d: a date, h: a time
+        return ["t" if isinstance(value, dt.datetime) else "d" if isinstance(value, dt.date) else "h", value.isoformat()]
     if isinstance(value, uuid.UUID):
         return ["u", str(value)]
+    if isinstance(value, dt.timedelta):
+        return ["p", duration_text(value)]
     raise TypeError(f"a cursor cannot carry {type(value).__name__}")
 
 
 _LOADERS: dict[str, Callable[[str], Any]] = {"f": float, "n": Decimal, "t": dt.datetime.fromisoformat, "d": dt.date.fromisoformat,
-            "h": dt.time.fromisoformat, "u": uuid.UUID}
+            "h": dt.time.fromisoformat, "u": uuid.UUID, "p": parse_duration}
 
 
 def _load_value(value: Any) -> Any:

@@ -28,6 +28,7 @@ from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import String, case, cast, inspect
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import Select, sqltypes, visitors
@@ -49,14 +50,16 @@ _KINDS = (
     (sqltypes.Time, "time"),
     (sqltypes.Uuid, "uuid"),
     (sqltypes.String, "string"),
+    (sqltypes.Interval, "duration"),  # a ``timedelta``, shown as an ISO 8601 duration (``durations``)
+    (postgresql.INTERVAL, "duration"),
 )
 #: Kinds whose values a pagination cursor carries exactly.
-CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string"))
+CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string", "duration"))
 
 
 def column_kind(column_type: Any) -> str:
     """The one dispatch on column types: ``integer``, ``number``, ``boolean``, ``datetime``,
-    ``date``, ``time``, ``uuid``, ``enum``, ``string`` or ``other``."""
+    ``date``, ``time``, ``uuid``, ``enum``, ``string``, ``duration`` or ``other``."""
     for sql_type, kind in _KINDS:
         if isinstance(column_type, sql_type):
             return kind

@@ -14,7 +14,7 @@ import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import Date, DateTime, Enum, Integer, String, create_engine, func, text
+from sqlalchemy import Date, DateTime, Enum, Integer, Interval, String, create_engine, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import RelationshipsCollection, Transformer
@@ -82,6 +82,26 @@ class NoteTransformer(Transformer):
     attributes = ("title", "status", "publishedOn", "pages", "createdAt")
 
 
+class Incident(Base):
+    __tablename__ = "incidents"
+    __jsonapi_type__ = "incidents"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(100))
+    resolution_time: Mapped[dt.timedelta | None] = mapped_column(Interval)
+
+    @classmethod
+    def transformer(cls):
+        return IncidentTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class IncidentTransformer(Transformer):
+    attributes = ("title", "resolutionTime")
+
+
 class TitleOnlySchema(colander.MappingSchema):
     title = colander.SchemaNode(colander.String(), validator=colander.Length(min=1, max=100))
 
@@ -95,6 +115,7 @@ def desk(request, tmp_path_factory):
             config.include("jsonapi_pyramid.db")
             config.include("jsonapi_pyramid")
             config.add_jsonapi_resource(Ticket, writable=("title", "priority"))
+            config.add_jsonapi_resource(Incident, writable=("title", "resolutionTime"))
             config.add_jsonapi_resource(Note, create=TitleOnlySchema, writable=("title", "status", "publishedOn", "pages"))
         app = config.make_wsgi_app()
         yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
@@ -110,6 +131,7 @@ def api(desk):
     with engine.begin() as connection:
         connection.execute(text("DELETE FROM tickets"))
         connection.execute(text("DELETE FROM notes"))
+        connection.execute(text("DELETE FROM incidents"))
 
 
 def post(api, path, attributes, status=201):
@@ -162,6 +184,83 @@ def test_a_cursor_walk_sorted_by_an_enum_whose_names_differ_from_its_values(api,
     assert [item_id for item_id, _ in seen] == [made[name] for name in order]
     assert {priority for _, priority in seen} == {"low", "high", "urgent"}
     assert not {"LOW", "HIGH", "URGENT"} & {value for value in carried if isinstance(value, str)}, carried
+
+
+# -- Interval: an ISO 8601 duration ----------------------------------------------------------------
+
+DURATIONS = {"PT4H30M": "PT4H30M", "P1DT2H": "P1DT2H", "PT0S": "PT0S", "-PT1H": "-PT1H", "PT0.5S": "PT0.5S",
+             "P2W": "P14D", "PT90M": "PT1H30M", "P1DT25H": "P2DT1H", "-P1DT0.000001S": "-P1DT0.000001S", "PT0,25S": "PT0.25S"}
+
+
+def incidents(api, durations):
+    return [post(api, "/api/incidents", {"title": f"i{n}", "resolutionTime": d}).json["data"]["id"] for n, d in enumerate(durations)]
+
+
+def test_an_interval_is_written_and_shown_as_an_iso_8601_duration(api):
+    for sent, shown in DURATIONS.items():
+        made = post(api, "/api/incidents", {"title": sent, "resolutionTime": sent}).json["data"]
+        assert made["attributes"]["resolutionTime"] == shown, sent
+        assert api.get(made["links"]["self"]).json["data"]["attributes"]["resolutionTime"] == shown, sent
+    patch = {"data": {"type": "incidents", "id": made["id"], "attributes": {"resolutionTime": None}}}
+    assert api.patch(made["links"]["self"], orjson.dumps(patch), headers={"Content-Type": MEDIA_TYPE}).json[
+        "data"]["attributes"]["resolutionTime"] is None
+
+
+@pytest.mark.parametrize("value", [3600, 1.5, True, ["PT1H"], {"hours": 1}, "4:30:00", "1 day, 2:00:00", "P1Y", "P1M",
+                                   "PT", "P", "", "PT1.5H", "P1DT", "+PT1H", "PT1H ", "P1000000D", "-P800000D"])
+def test_an_interval_that_is_no_iso_8601_duration_is_a_422(api, value):
+    error = post(api, "/api/incidents", {"title": "x", "resolutionTime": value}, status=422).json["errors"][0]
+    assert error["source"] == {"pointer": "/data/attributes/resolutionTime"}
+    assert api.get("/api/incidents").json["data"] == []
+
+
+def test_an_interval_is_filtered_sorted_and_bounded_by_its_length(api):
+    made = dict(zip(["4h30", "1d2h", "0", "-1h", "half", "none"],
+                    incidents(api, ["PT4H30M", "P1DT2H", "PT0S", "-PT1H", "PT0.5S", None]), strict=True))
+
+    def found(**params):
+        return [item["id"] for item in api.get("/api/incidents", params=params).json["data"]]
+
+    order = [made[n] for n in ("-1h", "0", "half", "4h30", "1d2h")]
+    assert found(sort="resolutionTime") == [*order, made["none"]]
+    assert found(sort="-resolutionTime") == [*reversed(order), made["none"]]
+    assert found(**{"filter[resolutionTime]": "PT4H30M"}) == [made["4h30"]]
+    assert found(**{"filter[resolutionTime]": "PT270M"}) == [made["4h30"]]  # the same length, spelt otherwise
+    assert found(**{"filter[resolutionTime][gt]": "PT4H", "sort": "resolutionTime"}) == order[3:]
+    assert found(**{"filter[resolutionTime][lte]": "PT0S", "sort": "resolutionTime"}) == order[:2]
+    assert found(**{"filter[resolutionTime][lt]": "-PT0.5S"}) == [made["-1h"]]
+    assert found(**{"filter[resolutionTime][in]": "PT0S,P1DT2H", "sort": "resolutionTime"}) == [made["0"], made["1d2h"]]
+    assert found(**{"filter[resolutionTime][ne]": "PT0S", "sort": "resolutionTime"}) == [
+        *(o for o in order if o != made["0"]), made["none"]]  # ne: the complement of eq
+    for bad in ("4:30:00", "3600", "P1Y"):
+        error = api.get("/api/incidents", params={"filter[resolutionTime][gt]": bad}, status=400).json["errors"][0]
+        assert error["source"] == {"parameter": "filter[resolutionTime][gt]"}
+    assert api.get("/api/incidents", params={"filter[resolutionTime][contains]": "PT"}, status=400).json["errors"][0][
+        "source"] == {"parameter": "filter[resolutionTime][contains]"}
+    seen, url = [], "/api/incidents?sort=-resolutionTime&page[size]=2"
+    while url:  # a cursor carries a duration
+        document = api.get(url, headers={"Accept": CURSOR}).json
+        seen += [item["id"] for item in document["data"]]
+        url = document["links"]["next"]
+    assert seen == [*reversed(order), made["none"]]
+
+
+def test_an_interval_s_minimum_and_maximum_and_its_openapi_schema(api):
+    incidents(api, ["PT4H30M", "-PT1H", "P1DT2H", None])
+    stats = api.get("/api/incidents", params={"stats[resolutionTime]": "count,minimum,maximum",
+                                              "group": "resolutionTime"}).json["meta"]["stats"]
+    assert stats["resolutionTime"] == {"count": 3, "minimum": "-PT1H", "maximum": "P1DT2H"}
+    assert [g["key"]["resolutionTime"] for g in stats["groups"]] == ["-PT1H", "PT4H30M", "P1DT2H", None]
+    error = api.get("/api/incidents", params={"stats[resolutionTime]": "sum"}, status=400).json["errors"][0]
+    assert error["source"] == {"parameter": "stats[resolutionTime]"}
+    document = api.get("/api/openapi.json").json
+    shown = document["components"]["schemas"]["IncidentsResource"]["properties"]["attributes"]["properties"]
+    assert shown["resolutionTime"] == {"type": ["string", "null"], "format": "duration"}
+    written = document["components"]["schemas"]["IncidentsCreateRequest"]["properties"]["data"]["properties"]["attributes"]
+    assert written["properties"]["resolutionTime"] == {"type": ["string", "null"], "format": "duration"}
+    parameters = {p["name"]: p["schema"] for p in document["components"]["parameters"].values()}
+    assert parameters["filter[resolutionTime][gt]"] == {"type": "string", "format": "duration"}
+    assert "filter[resolutionTime][contains]" not in parameters
 
 
 # -- OpenAPI: every writable attribute in the request schemas ------------------------------------
