@@ -356,11 +356,10 @@ def _view_of(context: Any, method: str) -> Any:
             definition = context.definition
             on = "collection" if context.entity is None else "item"
             if context.relationship is None and (on, "", method) in definition.operations:
-                path = f"/{definition.type}" + ("/<id>" if on == "item" else "")
-                op = next(name for name, verb in OPS.items() if verb == method)
-                raise BadRequest(f"'{op}' of {definition.type} is a custom operation (the application replaced "
-                                 f"{method} {path}), which atomic requests do not include: send it as a request "
-                                 "of its own.", pointer="/op")
+                op, path = next(name for name, verb in OPS.items() if verb == method), "/<id>" * (on == "item")
+                raise BadRequest(f"'{op}' of {definition.type} is a custom operation (the application replaced {method} "
+                                 f"/{definition.type}{path}), which atomic requests do not include: send it as a request of its own.",
+                                 pointer="/op")
             return view, permission
     op = next(name for name, verb in OPS.items() if verb == method)
     raise BadRequest(f"'{op}' cannot target this {_kind(context)}.")

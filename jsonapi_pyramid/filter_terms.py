@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .durations import parse_duration
 from .errors import BadRequest
 from .schema import column_kind, enum_choices
 
@@ -139,6 +140,8 @@ def parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind:
             return dt.time.fromisoformat(raw)
         if kind == "uuid":
             return uuid.UUID(raw)
+        if kind == "duration":
+            return parse_duration(raw)
         if kind == "enum" and column_type.enums:
             return enum_choices(column_type)[raw]  # KeyError: not one of them
         return raw

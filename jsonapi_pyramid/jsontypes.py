@@ -19,6 +19,7 @@ kind                accepted JSON
 ``date-time``       ISO 8601 (``Z`` or an offset; converted to naive UTC for naive columns)
 ``time``            ``"HH:MM[:SS[.ffffff]]"``
 ``uuid``            a UUID string
+``duration``        an ISO 8601 duration string (``Interval``: ``PT4H30M``, ``-PT1H``; ``durations``)
 ``any``             any JSON (``JSON`` columns, attributes with no SQL type)
 ==================  ==================================================================
 
@@ -36,6 +37,7 @@ from sqlalchemy import Column, inspect
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.sql import sqltypes
 
+from .durations import parse_duration
 from .schema import column_kind, enum_choices
 
 __all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "fit_to_column", "json_kind",
@@ -60,7 +62,8 @@ _COLANDER_KINDS = (
 
 #: ``schema.column_kind`` (the one dispatch on SQL types) -> the kind of JSON value it takes.
 _COLUMN_KINDS = {"enum": "string", "boolean": "boolean", "integer": "integer", "number": "number",
-                 "datetime": "date-time", "date": "date", "time": "time", "uuid": "uuid", "string": "string"}
+                 "datetime": "date-time", "date": "date", "time": "time", "uuid": "uuid", "string": "string",
+                 "duration": "duration"}
 #: How a value that does not parse is named, per ``column_kind``.
 _ARTICLES = {"number": "a decimal number", "datetime": "a date-time (ISO 8601)", "date": "a date (YYYY-MM-DD)",
              "time": "a time (HH:MM:SS)", "uuid": "a UUID"}
@@ -133,14 +136,14 @@ def check_json_type(kind: str, value: Any) -> str | None:
         ok = isinstance(value, dict)
     elif kind == "array":
         ok = isinstance(value, list)
-    else:  # string, date, date-time, time, uuid
+    else:  # string, date, date-time, time, uuid, duration
         ok = isinstance(value, str)
     if ok:
         return None
     wanted = {"integer": "an integer", "number": "a number", "decimal": "a number or a decimal string",
               "boolean": "true or false", "object": "an object", "array": "an array", "date": "a date string (YYYY-MM-DD)",
               "date-time": "a date-time string (ISO 8601)", "time": "a time string (HH:MM:SS)",
-              "uuid": "a UUID string"}.get(kind, "a string")
+              "uuid": "a UUID string", "duration": "an ISO 8601 duration string (such as PT4H30M)"}.get(kind, "a string")
     shown = "a number with a fraction" if kind == "integer" and isinstance(value, float) else _describe(value)
     return f"must be {wanted}, not {shown}."
 
@@ -155,6 +158,8 @@ def decode_value(sql_type: Any, value: Any) -> Any:
 
 
 def _parsed(sql_type: Any, value: Any) -> Any:
+    if column_kind(sql_type) == "duration":
+        return parse_duration(value)  # ValueError: its own message (not a duration, or too long)
     try:
         if isinstance(sql_type, sqltypes.Boolean):
             return value
@@ -189,9 +194,12 @@ def fit_to_column(sql_type: Any, value: Any) -> Any:
     ``s`` places half away from zero (what PostgreSQL does; SQLite would keep the binary float it
     was sent, ``0.30000000000000004`` shown as ``0.30`` and never equal to it), and ValueError when
     it has more than ``p - s`` digits before the point. An ``Enum``'s value as shown: what
-    SQLAlchemy takes for it (``schema.enum_choices``). Other types: ``value`` unchanged."""
+    SQLAlchemy takes for it (``schema.enum_choices``). An ``Interval`` given as text (by a colander
+    ``String`` node): its duration (``durations``). Other types: ``value`` unchanged."""
     if isinstance(sql_type, sqltypes.Enum) and isinstance(value, str):
         return enum_choices(sql_type).get(value, value)
+    if isinstance(value, str) and column_kind(sql_type) == "duration":
+        return parse_duration(value)
     if (not isinstance(sql_type, sqltypes.Numeric) or isinstance(sql_type, sqltypes.Float)
             or not isinstance(value, (decimal.Decimal, int, float)) or isinstance(value, bool)):
         return value

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import binascii
 import datetime as dt
+import enum
 import hashlib
 import hmac
 import uuid
@@ -30,27 +31,17 @@ from urllib.parse import quote, urlencode
 
 import orjson
 from pyramid.request import Request
-from sqlalchemy import Integer, and_, bindparam, false, or_
+from sqlalchemy import Enum, Integer, and_, bindparam, false, or_
 
 from .contract import get_registry
+from .durations import duration_text, parse_duration
 from .errors import BadRequest, error_object
 from .relationships import relationship_aggregate
-from .schema import CURSOR_KINDS
+from .schema import CURSOR_KINDS, enum_choices, enum_shown
 from .urls import request_urls
 
-__all__ = [
-    "ERROR_TYPES",
-    "PROFILE",
-    "CursorCodec",
-    "CursorPage",
-    "OrderKey",
-    "check_cursor_sort",
-    "collection_scope",
-    "keyset_criterion",
-    "load_cursor_page",
-    "max_size_error",
-    "profile_requested",
-]
+__all__ = ["ERROR_TYPES", "PROFILE", "CursorCodec", "CursorPage", "OrderKey", "check_cursor_sort", "collection_scope",
+           "keyset_criterion", "load_cursor_page", "max_size_error", "profile_requested"]
 
 #: The profile's URI as the profile itself gives it (the ``profile`` media type parameter and
 #: ``jsonapi.profile`` name it). Clients may ask for it under the https scheme as well.
@@ -185,23 +176,23 @@ def keyset_criterion(keys: list[OrderKey], values: Any, *, after: bool, inclusiv
 def _dump_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
+    if isinstance(value, enum.Enum):  # a native PostgreSQL enumeration's key: its value as shown
+        return enum_shown(value)
     if isinstance(value, float):
         return ["f", repr(value)]
     if isinstance(value, Decimal):
         return ["n", str(value)]
-    if isinstance(value, dt.datetime):
-        return ["t", value.isoformat()]
-    if isinstance(value, dt.date):
-        return ["d", value.isoformat()]
-    if isinstance(value, dt.time):
-        return ["h", value.isoformat()]
+    if isinstance(value, (dt.date, dt.time)):  # t: a timestamp (a datetime is a date too), d: a date, h: a time
+        return ["t" if isinstance(value, dt.datetime) else "d" if isinstance(value, dt.date) else "h", value.isoformat()]
     if isinstance(value, uuid.UUID):
         return ["u", str(value)]
+    if isinstance(value, dt.timedelta):
+        return ["p", duration_text(value)]
     raise TypeError(f"a cursor cannot carry {type(value).__name__}")
 
 
 _LOADERS: dict[str, Callable[[str], Any]] = {"f": float, "n": Decimal, "t": dt.datetime.fromisoformat, "d": dt.date.fromisoformat,
-            "h": dt.time.fromisoformat, "u": uuid.UUID}
+            "h": dt.time.fromisoformat, "u": uuid.UUID, "p": parse_duration}
 
 
 def _load_value(value: Any) -> Any:
@@ -333,7 +324,8 @@ def load_cursor_page(request: Request, parts: Any, plan: Any, n_leading: int, re
     statement = cached((_cursor_shape(after), _cursor_shape(before), backwards), keyset, values)
     for prefix, decoded in (("jsonapi_after", after), ("jsonapi_before", before)):
         if decoded is not None:
-            values.update((f"{prefix}_{index}", value) for index, value in enumerate(decoded[0]) if value is not None)
+            values.update((f"{prefix}_{index}", _bound(key, value)) for index, (key, value) in enumerate(zip(keys, decoded[0]))
+                          if value is not None)
     rows = read(statement, values) if read is not None else request.dbsession.execute(statement, values).all()
     more = len(rows) > page.size
     rows = rows[: page.size]
@@ -370,6 +362,12 @@ def _keyset_statement(base: Any, keys: list[OrderKey], after: Any, before: Any, 
         statement = statement.where(keyset_criterion(keys, values, after=False, inclusive=before[1]))
     order = (key.clause(reverse=backwards) for key in keys)
     return statement.order_by(*order).limit(bindparam("jsonapi_limit", type_=Integer))
+
+
+def _bound(key: OrderKey, value: Any) -> Any:
+    """A carried position's value as its key's column takes it: an ``Enum``'s shown value -> what SQLAlchemy takes."""
+    sql_type = getattr(key.column, "type", None)
+    return enum_choices(sql_type).get(value, value) if isinstance(sql_type, Enum) and sql_type.enums else value
 
 
 def _bound_positions(prefix: str, values: Any) -> list[Any]:

@@ -6,14 +6,18 @@ headers on ``request.response`` (201 and ``Location``, ``Vary``), and ``None`` i
 (a 204). ``json_response`` builds a response by hand, for exception views.
 
 Timestamps: naive datetimes are taken as UTC and written in ISO 8601 with ``Z``
-(``OPT_NAIVE_UTC | OPT_UTC_Z``); aware ones are written in UTC with ``Z`` as well.
+(``OPT_NAIVE_UTC | OPT_UTC_Z``); aware ones are written in UTC with ``Z`` as well. Durations
+(``timedelta``, of ``Interval`` columns) are written in ISO 8601 (``durations``: ``PT4H30M``).
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import orjson
 from pyramid.response import Response
+
+from .durations import duration_text
 
 __all__ = ["MEDIA_TYPE", "JsonApiRenderer", "dumps", "json_response"]
 
@@ -22,7 +26,10 @@ _OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 
 
 def _default(value: Any) -> Any:
-    # Decimal and other exotic scalars: their string form (JSON:API has no decimal type).
+    # An Interval's timedelta: an ISO 8601 duration; Decimal and other exotic scalars: their string
+    # form (JSON:API has no decimal type).
+    if isinstance(value, dt.timedelta):
+        return duration_text(value)
     return str(value)
 
 

@@ -17,6 +17,7 @@ applications in one process share nothing.
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import threading
 import weakref
@@ -27,13 +28,14 @@ from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import String, case, cast, inspect
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.hybrid import HybridExtensionType
 from sqlalchemy.orm import ColumnProperty
 from sqlalchemy.sql import Select, sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 __all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
-           "visibility_of"]
+           "enum_shown", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -48,14 +50,16 @@ _KINDS = (
     (sqltypes.Time, "time"),
     (sqltypes.Uuid, "uuid"),
     (sqltypes.String, "string"),
+    (sqltypes.Interval, "duration"),  # a ``timedelta``, shown as an ISO 8601 duration (``durations``)
+    (postgresql.INTERVAL, "duration"),
 )
 #: Kinds whose values a pagination cursor carries exactly.
-CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string"))
+CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string", "duration"))
 
 
 def column_kind(column_type: Any) -> str:
     """The one dispatch on column types: ``integer``, ``number``, ``boolean``, ``datetime``,
-    ``date``, ``time``, ``uuid``, ``enum``, ``string`` or ``other``."""
+    ``date``, ``time``, ``uuid``, ``enum``, ``string``, ``duration`` or ``other``."""
     for sql_type, kind in _KINDS:
         if isinstance(column_type, sql_type):
             return kind
@@ -72,11 +76,29 @@ def enum_choices(column_type: Any) -> dict[str, Any]:
     """An ``Enum``'s values as documents show them, in the order of the declaration -> what
     SQLAlchemy takes for each: the string itself, or for a Python enum class whose members'
     values are strings the member, shown (as JSON renders a member) by its value, so a write, a
-    filter and a document use one spelling (``Size.SMALL = "s"``: ``"s"``, never ``"SMALL"``)."""
+    filter and a document use one spelling (``Size.SMALL = "s"``: ``"s"``, never ``"SMALL"``).
+    The way back, from a value SQLAlchemy reads to its spelling: ``enum_shown``."""
     enum_class = getattr(column_type, "enum_class", None)
-    if enum_class is not None and all(isinstance(member.value, str) for member in enum_class):
+    if enum_class is not None and _shown_by_value(enum_class):
         return {member.value: member for member in enum_class}
     return {value: value for value in column_type.enums}
+
+
+def enum_shown(value: Any, column_type: Any = None) -> Any:
+    """A value read from an ``Enum`` column as ``enum_choices`` spells it, wherever a value leaves
+    the database other than through a document (a cursor, a statistic): a member of an enum class
+    by its value (by its name when the class has values that are not strings); the text the
+    database stores (a member's name, read as text) by the value at its place in ``column_type``'s
+    declaration; anything else as it is."""
+    if isinstance(value, enum.Enum):
+        return value.value if _shown_by_value(type(value)) else value.name
+    if isinstance(value, str) and getattr(column_type, "enums", None):
+        return dict(zip(column_type.enums, enum_choices(column_type), strict=True)).get(value, value)
+    return value
+
+
+def _shown_by_value(enum_class: Any) -> bool:
+    return all(isinstance(member.value, str) for member in enum_class)
 
 
 @dataclass(frozen=True)

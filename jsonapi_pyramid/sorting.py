@@ -66,10 +66,11 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
 
 
 def _as_stored(request: Request, column: Any, kind: str) -> Any:
-    """A timestamp or time key as the text SQLite holds (the SQL is unchanged): ``ORDER BY`` sorts
-    that text, so a cursor carries it and its keyset compares it, whichever of SQLite's spellings
-    a row has (``filtering._spellings``); as a value, it would be bound in SQLAlchemy's alone."""
-    if kind in ("datetime", "time") and dialect_name(request) == "sqlite":
+    """A timestamp, time or duration key as the text SQLite holds (the SQL is unchanged): ``ORDER BY``
+    sorts that text, so a cursor carries it and its keyset compares it, whichever of SQLite's
+    spellings a row has (``filtering._spellings``); as a value, it would be bound in SQLAlchemy's
+    alone (an ``Interval`` is kept as the timestamp 1970-01-01 plus it)."""
+    if kind in ("datetime", "time", "duration") and dialect_name(request) == "sqlite":
         return type_coerce(column, String())
     return column
 

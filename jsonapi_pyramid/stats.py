@@ -33,7 +33,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name, execute
 from .errors import BadRequest
-from .schema import declared_position, enum_choices
+from .schema import declared_position, enum_choices, enum_shown
 from .stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
 
 __all__ = ["PROFILE", "StatsPlan", "apply_stats", "load_stats", "parse_stats"]
@@ -159,9 +159,9 @@ def _group_key(request: Request, definition: Any, path: tuple[str, ...], stateme
     for index, name in enumerate(path):
         relationship = current.relationships.get(name)
         if relationship is None or relationship.many:  # the attribute at the end
-            kind = current.fields[name].kind
+            kind, sql_type = current.fields[name].kind, current.fields[name].sql_type
             column = _comparable(current.fields[name], getattr(entity, current.entity_attribute(name)))
-            return statement, (column,), lambda values: _from_comparable(values[0], kind)
+            return statement, (column,), lambda values: _from_comparable(values[0], kind, sql_type)
         hop = path[: index + 1]
         if hop not in joined:
             target = relationship.target_definition
@@ -221,7 +221,9 @@ def _comparable(field: Any, expression: Any) -> Any:
     return expression
 
 
-def _from_comparable(value: Any, kind: str | None = None) -> Any:
+def _from_comparable(value: Any, kind: str | None = None, sql_type: Any = None) -> Any:
+    if kind == "enum":  # the text stored: a member's name for an enum class
+        return enum_shown(value, sql_type)
     if kind == "boolean" and value is not None:
         return bool(value)
     if kind == "uuid" and value is not None:

@@ -9,7 +9,8 @@ attribute                       functions
 ==============================  ===========================================
 integer or number               count, minimum, maximum, sum, average
 sortable (text, enum, boolean,  count, minimum, maximum
-date, time, date-time, UUID)
+date, time, date-time, UUID,
+duration)
 anything else SQL computes      count
 ==============================  ===========================================
 
@@ -35,7 +36,7 @@ RESERVED = (TOTAL, "groups")
 #: ``schema.column_kind`` of numbers (sum, average).
 NUMBER_KINDS = frozenset(("integer", "number"))
 #: Kinds whose minimum and maximum every backend computes alike.
-ORDERED_KINDS = frozenset(("integer", "number", "string", "enum", "boolean", "date", "time", "datetime", "uuid"))
+ORDERED_KINDS = frozenset(("integer", "number", "string", "enum", "boolean", "date", "time", "datetime", "uuid", "duration"))
 
 
 def resolve_stats(definition: Any) -> None:

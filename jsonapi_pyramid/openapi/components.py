@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract import TOTAL_COUNT
-from ..jsontypes import attribute_sql_type
+from ..jsontypes import attribute_sql_type, required_column
 from ..validation import required_on_create, writable_attributes
 from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
@@ -22,25 +22,35 @@ def attribute_schema(definition: Any, name: str) -> dict[Any, Any]:
     schema = _column_schema(sql_type)
     if nullable and "type" in schema:
         schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
     return schema
 
 
 def request_attributes_schema(definition: Any, kind: str, accepted: set[Any], shown: set[Any]) -> dict[Any, Any]:
     """The JSON Schema of ``data.attributes`` in a ``create`` or ``update`` request of
-    ``definition``: its colander schema's (``required`` on create only; a member the transformer
-    does not show is ``writeOnly``), else the ``accepted`` attributes as resources show them.
-    ``accepted``: the names a client may send (``validation.writable_attributes``); ``shown``: the
-    transformer's attributes."""
+    ``definition``: every attribute the write path takes (``accepted``, the names a client may
+    send: ``validation.writable_attributes``), by the colander node of the kind's schema where it
+    has one, else by its column, as the write path checks it; required as it requires them (on
+    create: the schema's, and NOT NULL columns without a default that no node covers); a member the
+    transformer does not show (``shown``: its attributes) is ``writeOnly``; nothing else."""
     node = _attribute_schema_node(definition, kind)
-    if node is None:
-        return {"type": "object", "properties": {n: attribute_schema(definition, n) for n in sorted(accepted)}}
-    attributes = colander_to_schema(node)
+    attributes: dict[Any, Any] = colander_to_schema(node) if node is not None else {"type": "object"}
     attributes.pop("default", None)
-    if kind == "update":  # PATCH: only what is sent is validated
-        attributes.pop("required", None)
-    for name, schema in attributes.get("properties", {}).items():
+    described = attributes.get("properties", {})
+    properties = {name: described[name] for name in described if name in accepted}
+    for name in sorted(accepted - set(described)):
+        properties[name] = attribute_schema(definition, name)
+    for name, schema in properties.items():
         if name not in shown:
             schema["writeOnly"] = True
+    attributes["properties"] = properties
+    required = [name for name in attributes.pop("required", ()) if name in accepted]
+    required += [name for name in sorted(accepted - set(described))
+                 if required_column(definition.model, definition.entity_attribute(name))]
+    if required and kind == "create":  # PATCH: only what is sent is validated
+        attributes["required"] = required
+    attributes["additionalProperties"] = False
     return attributes
 
 

@@ -249,6 +249,7 @@ _KIND_SCHEMAS = {
     "date": {"type": "string", "format": "date"},
     "time": {"type": "string", "format": "time"},
     "uuid": {"type": "string", "format": "uuid"},
+    "duration": {"type": "string", "format": "duration"},
 }
 
 

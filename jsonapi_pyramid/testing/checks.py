@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.orm import RelationshipDirection
 
+from ..durations import parse_duration
 from ..filter_terms import filter_operators
 from ..jsontypes import attribute_sql_type, check_json_type, json_kind
 from ..schema import enum_choices
@@ -182,8 +183,8 @@ def _ids(response: Any) -> list[str]:
 
 def sort(kit: Any, definition: Any) -> None:
     """Every declared sort field, both directions: 200 with every resource once; on an attribute
-    whose type has an order of its own (numbers, dates, times, enumerations by declaration,
-    true/false), in the order of the values shown, NULLs last."""
+    whose type has an order of its own (numbers, dates, times, durations, enumerations by
+    declaration, true/false), in the order of the values shown, NULLs last."""
     type_name = definition.type
     made = {kit.create_resource(type_name)["id"] for _ in range(2)}
     for field in definition.sortable:
@@ -212,6 +213,8 @@ def _value_order(field: Any) -> Any:
         return {"date": dt.date.fromisoformat, "time": dt.time.fromisoformat, "boolean": bool}[field.kind]
     if field.kind == "enum" and field.sql_type.enums:
         return list(enum_choices(field.sql_type)).index
+    if field.kind == "duration":
+        return parse_duration
     return None
 
 
@@ -274,6 +277,8 @@ def _order_key(kind: str, sql_type: Any = None) -> Any:
         return lambda value: parse(value.replace("Z", "+00:00")) if kind == "datetime" else parse(value)
     if kind == "uuid":
         return uuid.UUID
+    if kind == "duration":
+        return parse_duration
     return lambda value: value
 
 

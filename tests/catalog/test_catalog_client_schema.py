@@ -14,8 +14,9 @@ def test_the_catalogue_schema_agrees_with_its_openapi_document(wsgi_app):
 def test_the_catalogue_schema_says_what_the_catalogue_declares(wsgi_app):
     types = schema_of(wsgi_app.registry)["types"]
     books = types["books"]
-    # written without a colander schema (writable=): converted from the column, none required on create
-    assert [name for name, fact in books["attributes"].items() if fact["requiredOnCreate"]] == []
+    # written without a colander schema (writable=): converted from the column; required on create
+    # where the write path requires it (a NOT NULL column without a default)
+    assert [name for name, fact in books["attributes"].items() if fact["requiredOnCreate"]] == ["title"]
     assert books["attributes"]["price"]["format"] == "decimal" and books["attributes"]["price"]["type"] == "string"
     assert books["attributes"]["pages"]["stats"] == ["count", "minimum", "maximum", "sum", "average"]
     assert books["attributes"]["titleLength"]["readOnly"] is True  # computed

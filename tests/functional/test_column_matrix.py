@@ -37,6 +37,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    Interval,
     Numeric,
     String,
     Text,
@@ -77,12 +78,13 @@ ATTRIBUTES: dict[str, tuple[Any, tuple[Any, Any], bool]] = {
     "vString": (String(40), ("apple", "pear"), True),
     "vText": (Text, ("alpha beta", "gamma"), True),
     "vEnum": (Enum("draft", "published", name="matrix_status"), ("draft", "published"), True),
-    # "vLevel": (Enum(Level, name="matrix_level", values_callable=lambda e: [m.value for m in e]), ("low", "high"), True),
+    "vLevel": (Enum(Level, name="matrix_level", values_callable=lambda e: [m.value for m in e]), ("low", "high"), True),
     "vDate": (Date, ("2024-02-29", "2026-11-28"), True),
     "vDateTime": (DateTime, ("2026-01-01T08:00:00Z", "2026-11-28T12:30:45.5Z"), True),
     "vDateTimeTz": (DateTime(timezone=True), ("2026-01-01T08:00:00Z", "2026-11-28T12:30:45Z"), True),
     "vTime": (Time, ("08:15:00", "23:59:59"), True),
     "vUuid": (Uuid, ("0b6f0a6e-5a4e-4a49-8d5e-4a1c1d6c0001", "f1e2d3c4-0000-4000-8000-000000000002"), True),
+    "vInterval": (Interval, ("PT4H30M", "P1DT2H"), True),
     "vJson": (JSON, ({"a": [1, 2]}, {"b": None}), False),
 }
 
