@@ -85,6 +85,9 @@ DEFAULTS = {
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats.py)
+    # meta[<type>]=estimatedCount: exact up to this many resources, the planner's estimate past it
+    # (PostgreSQL; counts.py); never more than this + 1 rows read for it
+    "exact_count_limit": 10000,
     # the OpenAPI document's info.title and info.version
     "openapi_title": "JSON:API",
     "openapi_version": "1.0.0",

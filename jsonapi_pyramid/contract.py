@@ -56,6 +56,9 @@ class ActionOrder(enum.IntEnum):
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.
 TOTAL_COUNT = "totalCount"
+#: Meta field every collection document offers (contract section 13): the size of the collection,
+#: exact up to ``jsonapi.exact_count_limit``, estimated past it (``counts``).
+ESTIMATED_COUNT = "estimatedCount"
 
 
 class ResourceOptions(TypedDict, total=False):

@@ -88,7 +88,7 @@ def linkage_document(request: Request, plan: QueryPlan, context: Any, loaded: Lo
         data = [builder.identifier(target, resource_id, with_link=True) for resource_id in loaded.primary]
     links.update(builder.page_links(loaded))
     document = {"jsonapi": JSONAPI, "data": data, "links": links}
-    meta = builder.total_meta(loaded.total)
+    meta = builder.count_meta(loaded)
     if meta:
         document["meta"] = meta
     return apply_stats(DocumentBuilder.apply_cursors(document, loaded), loaded.stats)
@@ -246,11 +246,19 @@ class DocumentBuilder:
         path_url = self.urls.path
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
-        document = self._top(data, loaded, links, self.total_meta(loaded.total))
+        document = self._top(data, loaded, links, self.count_meta(loaded))
         return apply_stats(self.apply_cursors(document, loaded), loaded.stats)
 
-    def total_meta(self, total: int | None) -> dict[Any, Any] | None:
-        return {"totalCount": total} if total is not None else None
+    @staticmethod
+    def count_meta(loaded: Loaded) -> dict[Any, Any] | None:
+        """The top-level ``meta`` members of the counts asked for: ``totalCount``, ``estimatedCount``
+        and ``estimatedCountExact``."""
+        meta: dict[Any, Any] = {}
+        if loaded.total is not None:
+            meta["totalCount"] = loaded.total
+        if loaded.estimate is not None:
+            meta["estimatedCount"], meta["estimatedCountExact"] = loaded.estimate
+        return meta or None
 
     @staticmethod
     def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:

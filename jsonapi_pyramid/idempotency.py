@@ -9,7 +9,9 @@ bare token is taken too) is handled in the request's own transaction:
   caller by its address), on PostgreSQL under a transaction-scoped advisory lock taken without
   waiting: a request whose key is still being answered by another gets 409;
 * found with the same fingerprint (SHA-256 of method, path with query, body and caller): its
-  stored answer (status, ``Content-Type``, ``Location``, ``ETag``, body) is replayed, with
+  stored answer (status, ``Content-Type``, ``Location``, ``ETag``, ``X-Resource-ETag``,
+  ``Preference-Applied``, body: a minimal answer stays minimal, whatever ``Prefer`` the retry
+  sends) is replayed, with
   ``Idempotent-Replayed: true``, and nothing is changed; found with another fingerprint: 422;
 * not found (or older than ``jsonapi.idempotency_ttl_seconds``): the request runs, and a
   successful answer (2xx, not ``Cache-Control: no-store``, which marks secrets) is stored with
@@ -59,7 +61,7 @@ __all__ = ["HEADER", "idempotency_tween_factory", "metadata", "purge_expired", "
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 #: The headers of an answer that are stored and replayed with its status and body.
-KEPT_HEADERS = ("Content-Type", "Location", "ETag", "X-Resource-ETag")
+KEPT_HEADERS = ("Content-Type", "Location", "ETag", "X-Resource-ETag", "Preference-Applied")
 METHODS = frozenset({"POST", "PATCH", "DELETE"})
 _TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,255}$")  # printable, no quote or backslash
 _STRING = re.compile(r'^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\]){1,255})"$')

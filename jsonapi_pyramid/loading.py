@@ -5,7 +5,8 @@ number of statements. Loading runs every statement of an answer; building it (``
   page to know whether there is a next page), or for the one row of an item (traversal's
   ``load_item``, a related resource's ``load_related_one``), or for a relationship's linkage;
 * one per node of the include tree (``includes``);
-* one for ``totalCount``, only when it is asked for;
+* one for ``totalCount``, only when it is asked for; for ``estimatedCount`` one more when only it
+  is (two on PostgreSQL when the set is larger than ``jsonapi.exact_count_limit``: ``counts``);
 * one for ``stats[...]`` (one more with ``group``), only when they are asked for (``stats``);
 * one per requested meta field that runs SQL (``count_of``; ``load_metas`` runs the meta methods);
 * after a write, one for the rows written, read back as the database holds them (``stored``),
@@ -26,6 +27,7 @@ from sqlalchemy import Integer, bindparam, func, select
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
+from .counts import count, estimated_count
 from .filtering import filter_parameters, filter_shape, filters_criterion
 from .idlists import bind_ids, dialect_of, ids_in
 from .pagination import CursorPage, OrderKey, load_cursor_page
@@ -47,6 +49,8 @@ class Loaded:
     has_next: bool = False
     has_prev: bool = False
     total: int | None = None
+    #: ``estimatedCount``: (count, exact) (``counts.estimated_count``), None when not asked for
+    estimate: tuple[int, bool] | None = None
     #: (type, id) -> {relationship name: linkage data (identifier | None | [identifiers])}, for
     #: the relationships on include paths
     linkage: dict[Any, Any] = field(default_factory=dict)
@@ -123,10 +127,24 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
         rows = (read_records(request, statement, parameters) if records is not None
                 else request.dbsession.scalars(statement, parameters).all())
         loaded = Loaded(definition, rows[: page.size], has_next=len(rows) > page.size, has_prev=page.number > 1)
-    if plan.wants_total(definition.type):
-        loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent)[0])
+    _add_counts(request, definition, plan, parent, loaded, None)
     _add_stats(request, definition, plan, parent, loaded)
     return loaded
+
+
+def _add_counts(request: Request, definition: Any, plan: Any, parent: Any, loaded: Loaded, columns: Any) -> None:
+    """``totalCount`` and ``estimatedCount``: over the collection's filtered rows (an exact total,
+    when asked for, is the estimate too)."""
+    wants_total, wants_estimate = plan.wants_total(definition.type), plan.wants_estimate(definition.type)
+    if not (wants_total or wants_estimate):
+        return
+    statement = _collection_parts(request, definition, plan, parent=parent, columns=columns)[0]
+    if wants_total:
+        loaded.total = count(request, statement)
+        if wants_estimate:
+            loaded.estimate = (loaded.total, True)
+    else:
+        loaded.estimate = estimated_count(request, statement, get_registry(request).settings["exact_count_limit"])
 
 
 def _add_stats(request: Request, definition: Any, plan: Any, parent: Any, loaded: Loaded) -> None:
@@ -250,15 +268,9 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
         statement = statement.offset((page.number - 1) * page.size).limit(page.size + 1)
         ids = (request.dbsession.scalars(statement) if definition.subtypes else execute(request, statement).scalars()).all()
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
-    if plan.wants_total(definition.type):
-        loaded.total = count(request, _collection_parts(request, definition, plan, parent=parent, columns=(id_column,))[0])
+    _add_counts(request, definition, plan, parent, loaded, (id_column,))
     _add_stats(request, definition, plan, parent, loaded)
     return loaded
-
-
-def count(request: Request, statement: Any) -> int:
-    subquery = statement.order_by(None).subquery()
-    return cast("int", execute(request, select(func.count()).select_from(subquery)).scalar())
 
 
 def load_related_one(request: Request, parent_definition: Any, relationship: Any, parent: Any) -> Any:

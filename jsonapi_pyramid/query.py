@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 from pyramid.request import Request
 
 from .acl import check_restricted_path
-from .contract import TOTAL_COUNT, ResourceDefinition, get_registry
+from .contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
 from .errors import BadRequest
 from .filter_syntax import parse_filters
 from .filter_terms import parse_term
@@ -78,6 +78,9 @@ class QueryPlan:
 
     def wants_total(self, type_name: str) -> bool:
         return TOTAL_COUNT in self.metas.get(type_name, ())
+
+    def wants_estimate(self, type_name: str) -> bool:
+        return ESTIMATED_COUNT in self.metas.get(type_name, ())
 
     def include_paths(self) -> list[str]:
         paths = []

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import TOTAL_COUNT
+from ..contract import ESTIMATED_COUNT, TOTAL_COUNT
 from ..jsontypes import attribute_sql_type, required_column
 from ..validation import required_on_create, writable_attributes
 from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
 from .schemas import _column_schema, _described, colander_to_schema, example_for
 from .stats import stats_schema
+
+#: The top-level ``meta`` members of a collection's counts (``meta[<type>]=totalCount,estimatedCount``).
+COUNT_METAS = {
+    TOTAL_COUNT: {"type": "integer", "minimum": 0,
+                  "description": "The size of the whole filtered collection (`meta[<type>]=totalCount`)."},
+    ESTIMATED_COUNT: {"type": "integer", "minimum": 0,
+                      "description": "The size of the whole filtered collection (`meta[<type>]=estimatedCount`): exact "
+                                     "up to `jsonapi.exact_count_limit` resources, the database's estimate past it."},
+    "estimatedCountExact": {"type": "boolean",
+                            "description": "Whether `estimatedCount` is the exact size (with `estimatedCount`)."},
+}
 
 
 def attribute_schema(definition: Any, name: str) -> dict[Any, Any]:
@@ -190,8 +201,7 @@ class ComponentsMixin(BuilderState):
             "type": "object",
             "properties": {**base, "data": {"type": "array", "items": resource}, "included": included,
                            "links": _ref("schemas", "PageLinks"),
-                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0},
-                                                                     "stats": stats_schema(self, T)}}},
+                           "meta": {"type": "object", "properties": {**COUNT_METAS, "stats": stats_schema(self, T)}}},
             "required": ["data", "jsonapi", "links"]}
         identifier = _ref("schemas", _camel(T, "Identifier"))
         self.schemas[_camel(T, "ToOneLinkageDocument")] = {
@@ -200,8 +210,7 @@ class ComponentsMixin(BuilderState):
         self.schemas[_camel(T, "ToManyLinkageDocument")] = {
             "type": "object",
             "properties": {**base, "data": {"type": "array", "items": identifier}, "links": _ref("schemas", "PageLinks"),
-                           "meta": {"type": "object", "properties": {TOTAL_COUNT: {"type": "integer", "minimum": 0},
-                                                                     "stats": stats_schema(self, T)}}},
+                           "meta": {"type": "object", "properties": {**COUNT_METAS, "stats": stats_schema(self, T)}}},
             "required": ["data", "jsonapi", "links"]}
         self.schemas[_camel(T, "ToOneLinkageRequest")] = {
             "type": "object", "properties": {"data": {"anyOf": [identifier, {"type": "null"}]}}, "required": ["data"]}

@@ -17,6 +17,7 @@ from .conditional import add_conditional_requests
 from .idempotency import add_idempotency
 from .parameters import ParametersMixin
 from .paths import PathsMixin
+from .prefer import add_prefer
 
 
 def get_document(registry: Any) -> dict[Any, Any]:
@@ -33,7 +34,7 @@ def get_document(registry: Any) -> dict[Any, Any]:
 def build_document(registry: Any) -> dict[Any, Any]:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
     jsonapi = get_registry(registry)
-    return add_idempotency(add_conditional_requests(_Builder(registry).build(), jsonapi), jsonapi)
+    return add_idempotency(add_prefer(add_conditional_requests(_Builder(registry).build(), jsonapi), jsonapi), jsonapi)
 
 
 class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):

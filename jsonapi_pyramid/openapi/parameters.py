@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import TOTAL_COUNT
+from ..contract import ESTIMATED_COUNT, TOTAL_COUNT
 from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
 from ..filter_terms import filter_operators
 from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, BuilderState, _component_key, _ref
@@ -70,13 +70,15 @@ class ParametersMixin(BuilderState):
         for type_name, target in sorted(types.items()):
             metas = list(target.available_metas)
             if collection and type_name == definition.type:
-                metas.append(TOTAL_COUNT)
+                metas.extend((TOTAL_COUNT, ESTIMATED_COUNT))
             if metas:
                 key = f"meta.{type_name}" + (".collection" if collection and type_name == definition.type else "")
                 params.append(self._param(key, self._list_param(
                     f"meta[{type_name}]", metas,
                     f"Meta fields to compute for `{type_name}`" + (
-                        f"; `{TOTAL_COUNT}` is the size of the whole filtered collection (top-level `meta`)."
+                        f"; `{TOTAL_COUNT}` is the size of the whole filtered collection (top-level `meta`), "
+                        f"`{ESTIMATED_COUNT}` the same size, exact up to `jsonapi.exact_count_limit` resources and "
+                        "the database's estimate past it (top-level `meta.estimatedCount` and `meta.estimatedCountExact`)."
                         if TOTAL_COUNT in metas else "."))))
         if collection:
             params.extend(self._collection_parameters(definition))

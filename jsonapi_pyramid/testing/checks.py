@@ -233,6 +233,19 @@ def pages(kit: Any, definition: Any) -> None:
         assert len(response.json["data"]) == int(size)
         counts.append(len(seen))
     assert counts[0] == counts[1], f"{type_name}: {counts[0]} statements for a page of 1, {counts[1]} for 3"
+    _counts(kit, type_name)
+
+
+def _counts(kit: Any, type_name: str) -> None:
+    """``estimatedCount`` is ``totalCount`` up to ``jsonapi.exact_count_limit``, an estimate past it."""
+    meta = f"meta[{type_name}]"
+    total = kit.client.get(kit.url(type_name), params={meta: "totalCount"}).json["meta"]["totalCount"]
+    estimated = kit.client.get(kit.url(type_name), params={meta: "estimatedCount"}).json["meta"]
+    limit = kit.registry.settings["exact_count_limit"]
+    if total <= limit:
+        assert estimated == {"estimatedCount": total, "estimatedCountExact": True}, f"{type_name}: {estimated}, {total}"
+    else:
+        assert estimated["estimatedCount"] > limit, f"{type_name}: {estimated} past the limit {limit}"
 
 
 def stats(kit: Any, definition: Any) -> None:

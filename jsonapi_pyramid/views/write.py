@@ -2,7 +2,9 @@
 parse (the plan, the body) -> check -> validate -> apply -> flush (the operation) -> load back
 (``stored.load_stored``: the rows as the database holds them, then ``includes.load_document``)
 -> build (``document``). So a write answer is the document a ``GET`` with the same parameters gives
-right after, byte for byte, and carries its ``ETag``.
+right after, byte for byte, and carries its ``ETag``. A ``PATCH`` with ``Prefer: return=minimal``
+(``prefer``) answers 204 instead, with ``Preference-Applied`` and the ``ETag`` that ``GET`` of the
+same URL gives right after.
 
 Authorization has run before a view is called (the permission of its row in ``VIEWS``), so the
 order is the seed's: authorize, validate, change. Views never commit: pyramid_tm commits when the
@@ -16,11 +18,13 @@ from pyramid.request import Request
 
 from .. import writes
 from ..body import request_data
-from ..conditional import tag_answer, tag_body, tag_owner
+from ..conditional import etag_of, etags_enabled, tag_answer, tag_body, tag_owner
 from ..document import linkage_document, resource_document
 from ..includes import load_document
 from ..loading import Loaded, load_linkage
+from ..prefer import APPLIED, MINIMAL, return_minimal
 from ..query import parse_query
+from ..renderer import dumps
 from ..stored import load_stored_tagged
 from ..writes import Write
 
@@ -41,10 +45,14 @@ def create(context: Any, request: Request) -> Any:
 
 def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
-    the updated resource document, and the ``ETag`` a plain GET of it would now carry."""
+    the updated resource document, and the ``ETag`` a plain GET of it would now carry; with
+    ``Prefer: return=minimal``, 204 with that ``ETag``."""
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
     stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
+    if return_minimal(request):
+        tag_answer(request, context.definition, entity, stored=stored, linkage=linkage)
+        return _minimal(request)
     document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     tag_answer(request, context.definition, entity, document, stored, linkage)
     return document
@@ -58,9 +66,12 @@ def remove(context: Any, request: Request) -> Any:
 
 def replace_to_one(context: Any, request: Request) -> Any:
     """``PATCH .../relationships/<to-one>``: replace or clear (``data: null``); 204 with the
-    owner's new tag in ``X-Resource-ETag``."""
+    owner's new tag in ``X-Resource-ETag``; with ``Prefer: return=minimal``, the ``ETag`` of the
+    linkage too (``_minimal_linkage``)."""
     writes.replace_to_one(Write(context, request_data(request)))
     tag_owner(request, context.definition, context.entity)
+    if return_minimal(request):
+        return _minimal_linkage(context, request)
     return _no_content(request)
 
 
@@ -72,8 +83,12 @@ def add_to_many(context: Any, request: Request) -> Any:
 
 
 def replace_to_many(context: Any, request: Request) -> Any:
-    """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200."""
+    """``PATCH .../relationships/<to-many>``: the members sent become the whole set; 200, or with
+    ``Prefer: return=minimal`` 204 (``_minimal_linkage``)."""
     writes.replace_to_many(Write(context, request_data(request)))
+    if return_minimal(request):
+        tag_owner(request, context.definition, context.entity)
+        return _minimal_linkage(context, request)
     return _linkage_answer(context, request)
 
 
@@ -105,6 +120,22 @@ def _linkage_answer(context: Any, request: Request) -> Any:
     relationship = context.relationship
     plan = parse_query(request, relationship.target_definition, collection=relationship.many)
     return linkage_document(request, plan, context, load_linkage(request, plan, context))
+
+
+def _minimal_linkage(context: Any, request: Request) -> Any:
+    """204 for a relationship ``PATCH`` with ``Prefer: return=minimal``: the ``ETag`` of the
+    linkage document that ``GET`` of the same URL gives next (built and digested, not sent)."""
+    if etags_enabled(request):
+        relationship = context.relationship
+        plan = parse_query(request, relationship.target_definition, collection=relationship.many)
+        document = linkage_document(request, plan, context, load_linkage(request, plan, context))
+        request.response.headers["ETag"] = etag_of(dumps(document))
+    return _minimal(request)
+
+
+def _minimal(request: Request) -> Any:
+    request.response.headers[APPLIED] = MINIMAL
+    return _no_content(request)
 
 
 def _no_content(request: Request) -> Any:

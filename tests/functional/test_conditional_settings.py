@@ -44,6 +44,13 @@ def test_write_answers_carry_no_etag_and_if_match_still_holds(plain, api, blog, 
     assert "ETag" not in patch("any", 200, **{"If-Match": "*"}).headers
     body = orjson.dumps({"data": {"type": "tags", "attributes": {"name": "fresh"}}})
     assert "ETag" not in plain.request("/api/tags", method="POST", body=body, headers=admin, status=201).headers
+    minimal = patch("minimal", 204, Prefer="return=minimal")  # prefer.py: minimal, without tags
+    assert minimal.headers["Preference-Applied"] == "return=minimal"
+    assert "ETag" not in minimal.headers and "X-Resource-ETag" not in minimal.headers
+    linkage = orjson.dumps({"data": []})
+    minimal = plain.request(f"{url}/relationships/tags", method="PATCH", body=linkage, status=204,
+                            headers={**admin, "Prefer": "return=minimal"})
+    assert minimal.headers["Preference-Applied"] == "return=minimal" and "ETag" not in minimal.headers
 
 
 def test_the_openapi_document_has_if_match_and_no_etag(plain):

@@ -246,6 +246,12 @@ def test_query_parameters_of_a_list(document):
     assert not any(path.count(".") >= 3 for path in include)  # jsonapi.max_include_depth = 3
     assert "totalCount" in parameters["meta.articles.collection"]["schema"]["items"]["enum"]
     assert "commentsCount" in parameters["meta.articles.collection"]["schema"]["items"]["enum"]
+    assert "estimatedCount" in parameters["meta.articles.collection"]["schema"]["items"]["enum"]
+    assert "estimatedCount" not in parameters["meta.users"]["schema"]["items"]["enum"]  # an included type's
+    schemas = document["components"]["schemas"]
+    for schema in ("ArticlesCollectionDocument", "TagsToManyLinkageDocument"):
+        meta = schemas[schema]["properties"]["meta"]["properties"]
+        assert meta["estimatedCount"]["type"] == "integer" and meta["estimatedCountExact"]["type"] == "boolean"
     sort = parameters["sort.articles"]["schema"]["items"]["enum"]
     assert "-createdAt" in sort and "author.name" in sort
     assert "filter.articles.createdAt.icontains" not in parameters  # text operators: text fields only

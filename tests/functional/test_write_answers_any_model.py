@@ -121,3 +121,19 @@ def test_custom_operation_helpers_answer_what_get_shows(prices):
     bumped = send(prices, "POST", "/api/prices/bump", status=200)
     listed = prices.get("/api/prices").json["data"]
     assert bumped.json["data"] == [item for item in listed if item["id"] in {d["id"] for d in bumped.json["data"]}]
+
+
+def test_a_minimal_patch_answers_204_with_the_tag_get_shows(prices):
+    """``Prefer: return=minimal`` (prefer.py) on a model of the test's own, read as records."""
+    made = send(prices, "POST", "/api/prices", {"type": "prices", "attributes": {"label": "m", "amount": "1"}}, 201,
+                Prefer="return=minimal")
+    assert made.json["data"]["attributes"]["amount"] == "1.00" and "Preference-Applied" not in made.headers
+    url, resource_id = made.headers["Location"], made.json["data"]["id"]
+    patched = send(prices, "PATCH", url, {"type": "prices", "id": resource_id, "attributes": {"amount": "2.5"}}, 204,
+                   Prefer="return=minimal", **{"If-Match": made.headers["ETag"]})
+    shown = prices.get(url)
+    assert patched.body == b"" and patched.headers["Preference-Applied"] == "return=minimal"
+    assert shown.json["data"]["attributes"]["amount"] == "2.50"  # kept at the column's scale, read back
+    assert patched.headers["ETag"] == shown.headers["ETag"]
+    send(prices, "PATCH", url, {"type": "prices", "id": resource_id, "attributes": {"label": "n"}}, 204,
+         Prefer="return=minimal", **{"If-Match": patched.headers["ETag"]})
