@@ -142,9 +142,10 @@ class DocumentBuilder:
     def _shape(self, definition: ResourceDefinition) -> Any:
         """What resources of ``definition``'s type show in this document, worked out once:
         (transformer, attributes, the relationships shown as (name, the suffix of their
-        ``self`` link, of their ``related`` link), the id getter, the type's URL prefix, and
-        the reader of the attribute values when the transformer's ``transform`` is not
-        overridden, else None)."""
+        ``self`` link, of their ``related`` link), the id getter, the type's URL prefix, the
+        reader of the attribute values when the transformer's ``transform`` is not
+        overridden, else None, and the id's spelling in an URL when it is not the id itself
+        (``IdKey.in_url``), else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
@@ -155,12 +156,13 @@ class DocumentBuilder:
             plain = type(transformer).transform is Transformer.transform
             suffixes = tuple((name, f"/relationships/{name}", f"/{name}") for name in relationships)
             shape = (transformer, attributes, suffixes, definition.id_of, f"{self.base}{definition.type}/",
-                     definition.readers.values(type(transformer), attributes) if plain else None)
+                     definition.readers.values(type(transformer), attributes) if plain else None,
+                     definition.id_key.in_url if definition.id_key.composite else None)
             self._shapes[definition.type] = shape
         return shape
 
     def url(self, definition: ResourceDefinition, resource_id: str) -> str:
-        return f"{self.base}{definition.type}/{resource_id}"
+        return f"{self.base}{definition.type}/{definition.id_key.in_url(resource_id)}"
 
     def resource(self, definition: ResourceDefinition, entity: Any, linkage: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """The resource object of a value of ``definition``'s type (``records``); ``linkage``:
@@ -181,7 +183,7 @@ class DocumentBuilder:
         """The resource objects of values of one (non-polymorphic) type: one loop, with what does
         not vary per resource (the URL prefix, the relationships' link suffixes, the reader of
         the attribute values) taken from the type's shape."""
-        transformer, attributes, suffixes, get_id, prefix, read = (
+        transformer, attributes, suffixes, get_id, prefix, read, in_url = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
         metas = self._metas.get(type_name) if self._metas else None
@@ -189,7 +191,7 @@ class DocumentBuilder:
         append = out.append
         for entity in entities:
             resource_id = str(get_id(entity))
-            url = prefix + resource_id
+            url = prefix + (resource_id if in_url is None else in_url(resource_id))
             obj = {"type": type_name, "id": resource_id,
                    "attributes": dict(zip(attributes, read(entity))) if read is not None
                    else transformer.transform(entity, attributes)}
@@ -214,7 +216,7 @@ class DocumentBuilder:
         resource_id = str(resource_id)
         identifier = {"type": definition.type, "id": resource_id}
         if with_link:
-            identifier["links"] = {"self": f"{self.base}{definition.type}/{resource_id}"}
+            identifier["links"] = {"self": self.url(definition, resource_id)}
         return identifier
 
     # -- documents ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, selec
 from sqlalchemy.orm import aliased
 
 from .errors import BadRequest
+from .identifiers import CompositeId
 from .pagination import CursorCodec, collection_scope
 
 __all__ = ["IncludePage", "PageMarks", "PagedMembers", "Window", "include_pages", "member_codec", "page_members",
@@ -204,9 +205,14 @@ def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any],
         if cursors and "number" in given:
             raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
                              parameter=given["number"][0])
+        composite = owner.relationships[name].target_definition.id_key.composite
+        for parameter, _raw in cursors.values():
+            if composite:  # a member's cursor carries one id value
+                raise BadRequest(f"{parameter!r}: the members of {path!r} have composite ids; page them with "
+                                 f"page[{path}][number].", parameter=parameter)
         codec = member_codec(settings["cursor_secret"], owner, name)
         decoded = {key: codec.decode(raw, parameter, 1)[0][0] for key, (parameter, raw) in cursors.items()}
-        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),
+        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given and not composite),
                                   decoded.get("after"), decoded.get("before"))
     return pages
 
@@ -231,22 +237,29 @@ def _number(given: tuple[Any, ...], maximum: int) -> int:
     return int(raw)
 
 
-def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number") -> Any:
+def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number", parents: int = 1) -> Any:
     """``statement`` (an include statement: records with the parent id last, or (parent id,
     instance)) ranked per parent, keeping each parent's first row and the page's ranks:
     ``jsonapi_include_first`` to ``jsonapi_include_last`` (bound) for a numbered page; for a
     cursor page (``shape`` after, before or range) the ``jsonapi_include_size`` members after the
     ``jsonapi_include_after`` id and/or before the ``jsonapi_include_before`` id. The rank, the
     parent's count and, for cursors, the members at or before ``after`` and before ``before``
-    follow the statement's columns."""
+    follow the statement's columns. A composite parent id is its ``parents`` columns (records:
+    last, labelled ``jsonapi_parent_id_<n>``; instances: first), a composite member id its key's
+    columns (numbered pages only: ``include_pages``)."""
     members = statement.order_by(None).subquery("jsonapi_members")
     columns = list(members.c)
+    width = len(target.id_key.columns)
     if records:
-        parent, member = members.c.jsonapi_parent_id, columns[0]
+        parent = ([members.c.jsonapi_parent_id] if parents == 1
+                  else [members.c[f"jsonapi_parent_id_{index}"] for index in range(parents)])
+        member_columns = columns[:width]
     else:
-        parent, member = columns[0], members.corresponding_column(target.id_column)
+        parent = columns[:parents]
+        member_columns = [members.corresponding_column(column) for column in target.id_key.columns]
+    member = member_columns[0]
     count = func.count().over(partition_by=parent)
-    windows = [func.row_number().over(partition_by=parent, order_by=member).label("jsonapi_rank"),
+    windows = [func.row_number().over(partition_by=parent, order_by=member_columns).label("jsonapi_rank"),
                count.label("jsonapi_count")]
     if shape != "number":
         after = bindparam("jsonapi_include_after", type_=member.type)
@@ -267,16 +280,17 @@ def paged_statement(statement: Any, target: Any, records: bool, shape: str = "nu
     keep = or_(rank == 1, page)
     ranked_columns = list(ranked.c)
     if records:
-        parent_column = ranked.c.jsonapi_parent_id
+        parent_columns = ([ranked.c.jsonapi_parent_id] if parents == 1
+                          else [ranked.c[f"jsonapi_parent_id_{index}"] for index in range(parents)])
         selected: list[Any] | tuple[Any, ...] = ranked_columns
-        member_column = ranked_columns[0]
+        member_order = ranked_columns[:width]
     else:
-        parent_column = ranked_columns[0]
+        parent_columns = ranked_columns[:parents]
         entity = aliased(target.model, ranked)
         extra = (ranked.c.jsonapi_low, ranked.c.jsonapi_high) if shape != "number" else ()
-        selected = (parent_column, entity, rank, ranked.c.jsonapi_count, *extra)
-        member_column = getattr(entity, target.id_attribute)
-    return select(*selected).where(keep).order_by(parent_column, member_column)
+        selected = (*parent_columns, entity, rank, ranked.c.jsonapi_count, *extra)
+        member_order = list(target.id_key.selected(entity))
+    return select(*selected).where(keep).order_by(*parent_columns, *member_order)
 
 
 def page_parameters(page: IncludePage) -> dict[str, Any]:
@@ -291,21 +305,29 @@ def page_parameters(page: IncludePage) -> dict[str, Any]:
     return values
 
 
-def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any], dict[Any, Window]]:
+def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) -> tuple[list[Any], dict[Any, Window]]:
     """(parent id, member) pairs of the page and each parent's ``Window``, from the rows of a
     ``paged_statement``: records (*columns, parent id, rank, count[, low, high]) or (parent id,
-    instance, rank, count[, low, high])."""
+    instance, rank, count[, low, high]); a composite parent id is its ``parents`` columns."""
     pairs: list[Any] = []
     windows: dict[Any, tuple[Any, Any, Any]] = {}
     edges: dict[Any, tuple[Any, Any]] = {}
     cursor, first_rank = page.shape != "number", page.first
+    tail = 4 if cursor else 2  # the window columns after the parent id (records) or the instance
+
+    def parent_and_member(row: Any) -> tuple[Any, Any]:
+        if parents == 1:
+            return (row[-tail - 1], row) if records else (row[0], row[1])
+        if records:  # a composite parent id: its columns as one ``CompositeId``
+            return CompositeId(row[-parents - tail:-tail]), row
+        return CompositeId(row[:parents]), row[parents]
+
     for row in rows:
+        parent_id, member = parent_and_member(row)
         if cursor:
-            parent_id, member = (row[-5], row) if records else (row[0], row[1])
             rank, total, low, high = row[-4:]
             inside = low < rank <= high and (rank > high - page.size if page.shape == "before" else rank <= low + page.size)
         else:
-            parent_id, member = (row[-3], row) if records else (row[0], row[1])
             rank, total, low, high = row[-2], row[-1], 0, None
             inside = rank >= first_rank
         if inside:  # else: the parent's first row, read for its count only

@@ -35,7 +35,7 @@ from sqlalchemy import Integer, and_, bindparam, false, or_
 from .contract import get_registry
 from .errors import BadRequest, error_object
 from .relationships import relationship_aggregate
-from .schema import CURSOR_KINDS
+from .schema import CURSOR_KINDS, column_kind
 from .urls import request_urls
 
 __all__ = [
@@ -114,8 +114,9 @@ def check_cursor_sort(definition: Any, sort: Any) -> None:
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
-        kind = definition.id_kind if key.path[0] == "id" else definition.fields[key.path[0]].kind
-        if kind not in CURSOR_KINDS:
+        kinds = ({column_kind(column.type) for column in definition.id_key.columns} if key.path[0] == "id"
+                 else {definition.fields[key.path[0]].kind})
+        if not kinds <= CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
 
