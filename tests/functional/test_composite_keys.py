@@ -18,7 +18,7 @@ from sqlalchemy import Column, ForeignKey, ForeignKeyConstraint, Integer, String
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
+from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer, count_of
 from jsonapi_pyramid.testing import conformance
 from tests.conftest import BACKENDS, DEFAULT_PG_URL
 
@@ -63,6 +63,8 @@ class Account(Base):
 
 class AccountTransformer(Transformer):
     attributes = ("name",)
+    available_metas = ("invoicesCount",)
+    meta_invoices_count = count_of("invoices")
 
 
 class Invoice(Base):
@@ -117,7 +119,8 @@ def make_app(url):
         config.include("jsonapi_pyramid")
         config.add_jsonapi_resource(Account, client_ids=True, writable=("name",), sortable=("name", "invoices.count"),
                                     filterable=("name", "invoices", "tags", "invoices.amount"))
-        config.add_jsonapi_resource(Invoice, writable=("amount",), filterable=("amount", "account", "account.name"))
+        config.add_jsonapi_resource(Invoice, writable=("amount",), filterable=("amount", "account", "account.name", "account.id"),
+                                    sortable=("amount", "account.id"))
         config.add_jsonapi_resource(Tag, writable=("label",))
     return config.make_wsgi_app()
 
@@ -414,7 +417,28 @@ def test_an_item_with_relationships_has_an_entity_tag_that_follows_its_linkage(a
     tag_before = api.get("/api/accounts/acme~2").headers["ETag"]
     api.get("/api/accounts/acme~2", headers={"If-None-Match": tag_before}, status=304)
     invoice(api, 50, "acme~2")
-    assert api.get("/api/accounts/acme~2").headers["ETag"] != tag_before
+    tag_after = api.get("/api/accounts/acme~2").headers["ETag"]
+    assert tag_after != tag_before
+    body = orjson.dumps({"data": {"type": "accounts", "id": "acme~2", "attributes": {"name": "Two"}}})
+    headers = {"Content-Type": MEDIA_TYPE}
+    api.patch("/api/accounts/acme~2", body, headers={**headers, "If-Match": tag_before}, status=412)
+    answer = api.patch("/api/accounts/acme~2", body, headers={**headers, "If-Match": tag_after}, status=200)
+    assert answer.headers["ETag"] == api.get("/api/accounts/acme~2").headers["ETag"] != tag_after
+    api.delete("/api/accounts/acme~2", headers={"If-Match": tag_after}, status=412)
+    api.delete("/api/accounts/acme~2", headers={"If-Match": answer.headers["ETag"]}, status=204)
+
+
+def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
+    invoices, _tags = linked
+    document = api.get("/api/accounts", params={"meta[accounts]": "invoicesCount", "sort": "id"}).json
+    assert [item["meta"]["invoicesCount"] for item in document["data"]] == [2, 1, 0]
+    stats = api.get("/api/invoices", params={"stats[total]": "count", "group": "account"}).json["meta"]["stats"]
+    assert [(group["key"]["account"], group["stats"]["total"]["count"]) for group in stats["groups"]] == [
+        ({"type": "accounts", "id": "acme~1"}, 2), ({"type": "accounts", "id": "acme~2"}, 1)]
+    assert ids(api, "/api/invoices", sort="account.id,-amount") == [invoices[1], invoices[0], invoices[2]]
+    assert ids(api, "/api/invoices", sort="-account.id,amount") == [invoices[2], invoices[0], invoices[1]]
+    assert ids(api, "/api/invoices", **{"filter[account.id]": "acme~2"}) == [invoices[2]]
+    assert sorted(ids(api, "/api/invoices", **{"filter[account.id][nin]": "acme~2,beta~1"})) == sorted(invoices[:2])
 
 
 def test_atomic_operations_link_by_local_and_composite_ids(api, linked):
