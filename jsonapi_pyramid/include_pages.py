@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select
+from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
 from .errors import BadRequest
@@ -123,13 +123,13 @@ class PagedMembers:
         prev = next_ = None
         if window.first is not None:
             if window.first > 1:
-                prev = codec.encode((self.ids[0],))
+                prev = codec.encode(_positions(self.ids[0]))
             if window.last is not None and window.last < window.count:
-                next_ = codec.encode((self.ids[1],))
+                next_ = codec.encode(_positions(self.ids[1]))
         elif page.after is not None and window.low > 0:  # past the end: before (and at) the cursor
-            prev = codec.encode((page.after,), inclusive=True)
+            prev = codec.encode(_positions(page.after), inclusive=True)
         elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
-            next_ = codec.encode((page.before,), inclusive=True)
+            next_ = codec.encode(_positions(page.before), inclusive=True)
 
         # A cursor is URL-safe as it is (base64url and "."), so the links are formatted.
         first = f"{related}?page[size]={page.size}"
@@ -151,7 +151,7 @@ class PageMarks:
 
     def mark(self, identifier: dict[str, Any], member_id: Any) -> None:
         if self.codec is not None:
-            identifier["meta"] = {"page": {"cursor": self.codec.encode((member_id,))}}
+            identifier["meta"] = {"page": {"cursor": self.codec.encode(_positions(member_id))}}
 
     def note(self, parent_id: Any, member_id: Any) -> None:
         if self.codec is not None:
@@ -205,16 +205,22 @@ def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any],
         if cursors and "number" in given:
             raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
                              parameter=given["number"][0])
-        composite = owner.relationships[name].target_definition.id_key.composite
-        for parameter, _raw in cursors.values():
-            if composite:  # a member's cursor carries one id value
-                raise BadRequest(f"{parameter!r}: the members of {path!r} have composite ids; page them with "
-                                 f"page[{path}][number].", parameter=parameter)
+        width = len(owner.relationships[name].target_definition.id_key.columns)  # a composite id: its parts
         codec = member_codec(settings["cursor_secret"], owner, name)
-        decoded = {key: codec.decode(raw, parameter, 1)[0][0] for key, (parameter, raw) in cursors.items()}
-        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given and not composite),
+        decoded = {key: _member_id(codec.decode(raw, parameter, width)[0]) for key, (parameter, raw) in cursors.items()}
+        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),
                                   decoded.get("after"), decoded.get("before"))
     return pages
+
+
+def _member_id(values: tuple[Any, ...]) -> Any:
+    """A member id from the values of its cursor: one value, or a composite id's parts."""
+    return values[0] if len(values) == 1 else CompositeId(values)
+
+
+def _positions(member_id: Any) -> tuple[Any, ...]:
+    """What a cursor carries of a member id: the id, or a composite id's parts (``_member_id``)."""
+    return tuple(member_id) if isinstance(member_id, CompositeId) else (member_id,)
 
 
 def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> dict[str, tuple[Any, str]]:
@@ -246,7 +252,7 @@ def paged_statement(statement: Any, target: Any, records: bool, shape: str = "nu
     parent's count and, for cursors, the members at or before ``after`` and before ``before``
     follow the statement's columns. A composite parent id is its ``parents`` columns (records:
     last, labelled ``jsonapi_parent_id_<n>``; instances: first), a composite member id its key's
-    columns (numbered pages only: ``include_pages``)."""
+    columns (ordered by them in turn, compared with a cursor's id as a row value)."""
     members = statement.order_by(None).subquery("jsonapi_members")
     columns = list(members.c)
     width = len(target.id_key.columns)
@@ -262,8 +268,9 @@ def paged_statement(statement: Any, target: Any, records: bool, shape: str = "nu
     windows = [func.row_number().over(partition_by=parent, order_by=member_columns).label("jsonapi_rank"),
                count.label("jsonapi_count")]
     if shape != "number":
-        after = bindparam("jsonapi_include_after", type_=member.type)
-        before = bindparam("jsonapi_include_before", type_=member.type)
+        after, before = (_bound(name, member_columns) for name in ("jsonapi_include_after", "jsonapi_include_before"))
+        if width > 1:  # a composite id: compared as a row value
+            member = tuple_(*member_columns)
         low = func.sum(case((member <= after, 1), else_=0)).over(partition_by=parent) if shape != "before" else None
         high = func.sum(case((member < before, 1), else_=0)).over(partition_by=parent) if shape != "after" else count
         windows += [(low if low is not None else literal(0, Integer)).label("jsonapi_low"),
@@ -293,15 +300,24 @@ def paged_statement(statement: Any, target: Any, records: bool, shape: str = "nu
     return select(*selected).where(keep).order_by(*parent_columns, *member_order)
 
 
+def _bound(name: str, columns: list[Any]) -> Any:
+    """The member id bound as ``name`` (``page_parameters``): one parameter, or one per column of a
+    composite id (``<name>_<n>``), as a row value."""
+    if len(columns) == 1:
+        return bindparam(name, type_=columns[0].type)
+    return tuple_(*(bindparam(f"{name}_{index}", type_=column.type) for index, column in enumerate(columns)))
+
+
 def page_parameters(page: IncludePage) -> dict[str, Any]:
     """The bound values of a ``paged_statement`` of ``page``'s shape."""
     if page.shape == "number":
         return {"jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
     values = {"jsonapi_include_size": page.size}
-    if page.after is not None:
-        values["jsonapi_include_after"] = page.after
-    if page.before is not None:
-        values["jsonapi_include_before"] = page.before
+    for name, member_id in (("jsonapi_include_after", page.after), ("jsonapi_include_before", page.before)):
+        if isinstance(member_id, CompositeId):
+            values.update((f"{name}_{index}", part) for index, part in enumerate(member_id))
+        elif member_id is not None:
+            values[name] = member_id
     return values
 
 

@@ -338,15 +338,26 @@ def test_includes_run_both_ways_through_a_composite_foreign_key_and_an_associati
     document = api.get(f"/api/tags/{tags[0]}", params={"include": "accounts.invoices"}).json
     assert linkage_ids(document["data"]["relationships"]["accounts"]["data"]) == ["acme~1", "acme~2"]
     assert sorted(item["id"] for item in document["included"] if item["type"] == "invoices") == sorted(invoices)
-    # a page of the members of each parent (page[path][number]); their cursors carry one id value
+    # a page of the members of each parent: by number, or by cursors carrying a composite id's parts
     document = api.get("/api/accounts/acme~1", params={"include": "tags", "page[tags][size]": "1",
                                                        "page[tags][number]": "2"}).json
     assert len(document["data"]["relationships"]["tags"]["data"]) == 1
     assert document["data"]["relationships"]["tags"]["meta"] == {"count": 2}
     document = api.get(f"/api/tags/{tags[0]}", params={"include": "accounts", "page[accounts][size]": "1"}).json
     assert document["data"]["relationships"]["accounts"]["data"] == [{"type": "accounts", "id": "acme~1"}]
-    error = api.get(f"/api/tags/{tags[0]}", params={"include": "accounts", "page[accounts][size]": "1",
-                                                   "page[accounts][after]": "x"}, status=400).json["errors"][0]
+    paged = {"include": "accounts", "page[accounts][size]": "1"}
+    first = api.get(f"/api/tags/{tags[0]}", params=paged, headers={"Accept": CURSOR}).json["data"]["relationships"]["accounts"]
+    assert [member["id"] for member in first["data"]] == ["acme~1"]
+    cursor = first["data"][0]["meta"]["page"]["cursor"]
+    second = api.get(f"/api/tags/{tags[0]}", params={**paged, "page[accounts][after]": cursor}).json
+    linkage = second["data"]["relationships"]["accounts"]
+    assert [member["id"] for member in linkage["data"]] == ["acme~2"]
+    assert linkage["links"]["next"] is None
+    back = api.get(linkage["links"]["prev"], headers={"Accept": CURSOR}).json  # the related endpoint's cursor
+    assert [item["id"] for item in back["data"]] == ["acme~1"]
+    before = api.get(f"/api/tags/{tags[0]}", params={**paged, "page[accounts][before]": cursor}).json
+    assert before["data"]["relationships"]["accounts"]["data"] == []
+    error = api.get(f"/api/tags/{tags[0]}", params={**paged, "page[accounts][after]": "x"}, status=400).json["errors"][0]
     assert error["source"] == {"parameter": "page[accounts][after]"}
 
 
