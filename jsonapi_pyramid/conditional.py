@@ -120,7 +120,7 @@ def resource_etag(request: Request, definition: Any, entity: Any, linkage: bytes
     document = builder.single(Loaded.one(definition, entity))
     document["links"]["self"] = builder.url(definition, definition.identity(entity))
     if linkage is None:
-        linkage = read_linkage(request, definition, getattr(entity, definition.id_attribute))
+        linkage = read_linkage(request, definition, definition.id_key.value(entity))
     return etag_of(dumps(document), linkage)
 
 
@@ -133,7 +133,7 @@ def tag_item(request: Request, context: Any) -> None:
     linkage = context.linkage
     if linkage is None:
         definition = context.definition
-        linkage = read_linkage(request, definition, getattr(context.record, definition.id_attribute))
+        linkage = read_linkage(request, definition, definition.id_key.value(context.record))
     request.environ[_LINKAGE] = linkage
 
 
@@ -157,7 +157,7 @@ def tag_owner(request: Request, definition: Any, entity: Any, document: Any = No
     request.dbsession.flush()
     if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
         if linkage is None:
-            linkage = read_linkage(request, definition, getattr(entity, definition.id_attribute))
+            linkage = read_linkage(request, definition, definition.id_key.value(entity))
         tag = etag_of(dumps(document), linkage)
     else:
         tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity),

@@ -26,7 +26,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
 from sqlalchemy.engine import Row
 
-from .identifiers import parse_int
+from .identifiers import IdKey, parse_int
 from .plain_writes import PlainWrites, resolve_plain_writes
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
@@ -145,6 +145,8 @@ class ResourceDefinition:
         self.relationships: RelationshipsCollection = RelationshipsCollection()
         self.id_attribute: str = ""
         self.id_column = None
+        #: the primary key as the id (``identifiers.IdKey``: one column or several)
+        self.id_key: IdKey = cast("IdKey", None)
         #: ``schema.column_kind`` of the id column
         self.id_kind: str = "integer"
         #: the id's value from a string, by the id's type, forgiving spelling (filter values);
@@ -220,11 +222,12 @@ class ResourceDefinition:
 
     def identity(self, entity: Any) -> str:
         """The resource ``id`` of ``entity``, as a string (its canonical spelling)."""
-        return self.format_id(getattr(entity, self.id_attribute))
+        return self.format_id(self.id_key.value(entity))
 
     def format_id(self, value: Any) -> str:
-        """The canonical spelling of the database id ``value``: the string the server gives out."""
-        return str(value)
+        """The canonical spelling of the database id ``value``: the string the server gives out
+        (a composite key's: ``identifiers.IdKey.format``)."""
+        return self.id_key.format(value) if type(value) is tuple else str(value)
 
     def parse_id(self, raw: str) -> Any:
         """The database value of the resource id ``raw``; ``ValueError`` unless ``raw`` is spelled

@@ -35,7 +35,7 @@ from .query import QueryPlan
 from .stats import apply_stats
 from .transformer import Transformer
 from .traversal import ApiRoot
-from .urls import id_segment, request_urls
+from .urls import request_urls
 
 __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
 
@@ -142,10 +142,10 @@ class DocumentBuilder:
     def _shape(self, definition: ResourceDefinition) -> Any:
         """What resources of ``definition``'s type show in this document, worked out once:
         (transformer, attributes, the relationships shown as (name, the suffix of their
-        ``self`` link, of their ``related`` link), the id getter, the id's quoting in links (None
-        when ids need none), the type's URL prefix, and
-        the reader of the attribute values when the transformer's ``transform`` is not
-        overridden, else None)."""
+        ``self`` link, of their ``related`` link), the id getter, the type's URL prefix, the
+        reader of the attribute values when the transformer's ``transform`` is not
+        overridden, else None, and the id's spelling in an URL when it is not the id itself
+        (``IdKey.in_url``: a text or composite id), else None)."""
         shape = self._shapes.get(definition.type)
         if shape is None:
             wanted = self.plan.fields.get(definition.type)
@@ -155,15 +155,14 @@ class DocumentBuilder:
             transformer = definition.new_transformer(self.request)
             plain = type(transformer).transform is Transformer.transform
             suffixes = tuple((name, f"/relationships/{name}", f"/{name}") for name in relationships)
-            # a text key is quoted in links (integers and UUIDs need not be)
-            quoted = id_segment if definition.parse_id_value is str else None
-            shape = (transformer, attributes, suffixes, definition.id_of, quoted, f"{self.base}{definition.type}/",
-                     definition.readers.values(type(transformer), attributes) if plain else None)
+            shape = (transformer, attributes, suffixes, definition.id_of, f"{self.base}{definition.type}/",
+                     definition.readers.values(type(transformer), attributes) if plain else None,
+                     definition.id_key.in_url if definition.id_key.quoted else None)
             self._shapes[definition.type] = shape
         return shape
 
     def url(self, definition: ResourceDefinition, resource_id: str) -> str:
-        return f"{self.base}{definition.type}/{id_segment(resource_id) if definition.parse_id_value is str else resource_id}"
+        return f"{self.base}{definition.type}/{definition.id_key.in_url(resource_id)}"
 
     def resource(self, definition: ResourceDefinition, entity: Any, linkage: dict[Any, Any] | None = None) -> dict[Any, Any]:
         """The resource object of a value of ``definition``'s type (``records``); ``linkage``:
@@ -184,7 +183,7 @@ class DocumentBuilder:
         """The resource objects of values of one (non-polymorphic) type: one loop, with what does
         not vary per resource (the URL prefix, the relationships' link suffixes, the reader of
         the attribute values) taken from the type's shape."""
-        transformer, attributes, suffixes, get_id, quoted, prefix, read = (
+        transformer, attributes, suffixes, get_id, prefix, read, in_url = (
             self._shapes.get(definition.type) or self._shape(definition))
         type_name = definition.type
         metas = self._metas.get(type_name) if self._metas else None
@@ -192,7 +191,7 @@ class DocumentBuilder:
         append = out.append
         for entity in entities:
             resource_id = str(get_id(entity))
-            url = prefix + (resource_id if quoted is None else quoted(resource_id))
+            url = prefix + (resource_id if in_url is None else in_url(resource_id))
             obj = {"type": type_name, "id": resource_id,
                    "attributes": dict(zip(attributes, read(entity))) if read is not None
                    else transformer.transform(entity, attributes)}

@@ -19,6 +19,7 @@ from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import Boolean, Enum, String, and_, bindparam, false, func, inspect, not_, or_, select, true, type_coerce
+from sqlalchemy.sql.elements import Tuple
 from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name
@@ -230,8 +231,13 @@ def _compare(column: Any, operator: str, value: Any, dialect: str, name: str) ->
     """``column <operator> value`` with the value bound as the parameter ``name`` (so a kept
     statement runs again with other values: ``bound_filter_value``)."""
     if operator == "isnull":
+        if isinstance(column, Tuple):  # a row's key columns are all NULL or none
+            column = column.clauses[0]
         return column.is_(None) if value else column.is_not(None)
     bound = bound_filter_value(operator, value, dialect)
+    if isinstance(column, Tuple):  # a composite id (``IdKey.sql``): in or not in a list of row values
+        rows: Any = bindparam(name, bound, expanding=True)
+        return column.in_(rows) if operator == "in" else column.not_in(rows)
     if _clock(value, dialect):  # compared as the texts SQLite may hold (``_spellings``)
         column, operator = type_coerce(column, String()), {"eq": "in", "ne": "nin"}.get(operator, operator)
     if operator in ("in", "nin"):
@@ -324,8 +330,8 @@ def _criterion(request: Request, definition: Any, path: Any, operator: Any, valu
     head, rest = path[0], path[1:]
     relationship = definition.relationships.get(head)
     if relationship is None:
-        attribute = definition.id_attribute if head == "id" else definition.entity_attribute(head)
-        return _compare(getattr(definition.model, attribute), operator, value, dialect, name)
+        column = definition.id_key.sql(definition.model) if head == "id" else getattr(definition.model, definition.entity_attribute(head))
+        return _compare(column, operator, value, dialect, name)
     target = relationship.target_definition
     accessor = getattr(definition.model, relationship.prop.key)
     exists = accessor.any if relationship.many else accessor.has
@@ -340,6 +346,6 @@ def _criterion(request: Request, definition: Any, path: Any, operator: Any, valu
     if not rest:  # the relationship itself: compare the related id (isnull=false: there is one)
         if operator == "isnull":
             return exists(visible)
-        id_column = getattr(target.model, target.id_attribute)
+        id_column = target.id_key.sql(target.model)
         return exists(and_(_compare(id_column, operator, value, dialect, name), visible))
     return exists(and_(_criterion(request, target, rest, operator, value, dialect, name), visible))

@@ -6,8 +6,9 @@ statement's SQL text does not depend on how many ids it is given:
 - SQLite: ``column IN (SELECT value FROM json_each(:ids))``, the parameter one JSON array of the
   values the column stores (each id through the column type's bind processor first: a ``Uuid``
   key is stored as 32 hexadecimal digits);
-- any other dialect, or a key type whose stored values are not JSON numbers or strings: SQLAlchemy's
-  expanding ``IN``, whose SQL is rendered again for each length of the list.
+- any other dialect, a key type whose stored values are not JSON numbers or strings, or a
+  composite key (a ``tuple_`` of its columns, the values tuples): SQLAlchemy's expanding ``IN``,
+  whose SQL is rendered again for each length of the list.
 
 Both fixed forms are compiled once per statement, and neither has a limit on the number of ids
 (an expanding ``IN`` runs into SQLite's 32,766 variables and PostgreSQL's 65,535 parameters).
@@ -29,6 +30,7 @@ from pyramid.request import Request
 from sqlalchemy import any_, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import Tuple
 from sqlalchemy.types import String
 
 from .connection import connection_of
@@ -51,6 +53,8 @@ def dialect_of(request: Request) -> Dialect:
 
 def _form(column: Any, dialect: Dialect) -> str:
     """How a list of ``column``'s values is bound on ``dialect``: "array", "json" or "expanding"."""
+    if isinstance(column, Tuple):
+        return "expanding"
     if dialect.name == "postgresql":
         return "array"
     if dialect.name == "sqlite":

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select
+from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
 from .errors import BadRequest
+from .identifiers import CompositeId
 from .pagination import CursorCodec, collection_scope
 
 __all__ = ["IncludePage", "PageMarks", "PagedMembers", "Window", "include_pages", "member_codec", "page_members",
@@ -122,13 +123,13 @@ class PagedMembers:
         prev = next_ = None
         if window.first is not None:
             if window.first > 1:
-                prev = codec.encode((self.ids[0],))
+                prev = codec.encode(_positions(self.ids[0]))
             if window.last is not None and window.last < window.count:
-                next_ = codec.encode((self.ids[1],))
+                next_ = codec.encode(_positions(self.ids[1]))
         elif page.after is not None and window.low > 0:  # past the end: before (and at) the cursor
-            prev = codec.encode((page.after,), inclusive=True)
+            prev = codec.encode(_positions(page.after), inclusive=True)
         elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
-            next_ = codec.encode((page.before,), inclusive=True)
+            next_ = codec.encode(_positions(page.before), inclusive=True)
 
         # A cursor is URL-safe as it is (base64url and "."), so the links are formatted.
         first = f"{related}?page[size]={page.size}"
@@ -150,7 +151,7 @@ class PageMarks:
 
     def mark(self, identifier: dict[str, Any], member_id: Any) -> None:
         if self.codec is not None:
-            identifier["meta"] = {"page": {"cursor": self.codec.encode((member_id,))}}
+            identifier["meta"] = {"page": {"cursor": self.codec.encode(_positions(member_id))}}
 
     def note(self, parent_id: Any, member_id: Any) -> None:
         if self.codec is not None:
@@ -204,11 +205,22 @@ def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any],
         if cursors and "number" in given:
             raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
                              parameter=given["number"][0])
+        width = len(owner.relationships[name].target_definition.id_key.columns)  # a composite id: its parts
         codec = member_codec(settings["cursor_secret"], owner, name)
-        decoded = {key: codec.decode(raw, parameter, 1)[0][0] for key, (parameter, raw) in cursors.items()}
+        decoded = {key: _member_id(codec.decode(raw, parameter, width)[0]) for key, (parameter, raw) in cursors.items()}
         pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),
                                   decoded.get("after"), decoded.get("before"))
     return pages
+
+
+def _member_id(values: tuple[Any, ...]) -> Any:
+    """A member id from the values of its cursor: one value, or a composite id's parts."""
+    return values[0] if len(values) == 1 else CompositeId(values)
+
+
+def _positions(member_id: Any) -> tuple[Any, ...]:
+    """What a cursor carries of a member id: the id, or a composite id's parts (``_member_id``)."""
+    return tuple(member_id) if isinstance(member_id, CompositeId) else (member_id,)
 
 
 def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> dict[str, tuple[Any, str]]:
@@ -231,26 +243,34 @@ def _number(given: tuple[Any, ...], maximum: int) -> int:
     return int(raw)
 
 
-def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number") -> Any:
+def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number", parents: int = 1) -> Any:
     """``statement`` (an include statement: records with the parent id last, or (parent id,
     instance)) ranked per parent, keeping each parent's first row and the page's ranks:
     ``jsonapi_include_first`` to ``jsonapi_include_last`` (bound) for a numbered page; for a
     cursor page (``shape`` after, before or range) the ``jsonapi_include_size`` members after the
     ``jsonapi_include_after`` id and/or before the ``jsonapi_include_before`` id. The rank, the
     parent's count and, for cursors, the members at or before ``after`` and before ``before``
-    follow the statement's columns."""
+    follow the statement's columns. A composite parent id is its ``parents`` columns (records:
+    last, labelled ``jsonapi_parent_id_<n>``; instances: first), a composite member id its key's
+    columns (ordered by them in turn, compared with a cursor's id as a row value)."""
     members = statement.order_by(None).subquery("jsonapi_members")
     columns = list(members.c)
+    width = len(target.id_key.columns)
     if records:
-        parent, member = members.c.jsonapi_parent_id, columns[0]
+        parent = ([members.c.jsonapi_parent_id] if parents == 1
+                  else [members.c[f"jsonapi_parent_id_{index}"] for index in range(parents)])
+        member_columns = columns[:width]
     else:
-        parent, member = columns[0], members.corresponding_column(target.id_column)
+        parent = columns[:parents]
+        member_columns = [members.corresponding_column(column) for column in target.id_key.columns]
+    member = member_columns[0]
     count = func.count().over(partition_by=parent)
-    windows = [func.row_number().over(partition_by=parent, order_by=member).label("jsonapi_rank"),
+    windows = [func.row_number().over(partition_by=parent, order_by=member_columns).label("jsonapi_rank"),
                count.label("jsonapi_count")]
     if shape != "number":
-        after = bindparam("jsonapi_include_after", type_=member.type)
-        before = bindparam("jsonapi_include_before", type_=member.type)
+        after, before = (_bound(name, member_columns) for name in ("jsonapi_include_after", "jsonapi_include_before"))
+        if width > 1:  # a composite id: compared as a row value
+            member = tuple_(*member_columns)
         low = func.sum(case((member <= after, 1), else_=0)).over(partition_by=parent) if shape != "before" else None
         high = func.sum(case((member < before, 1), else_=0)).over(partition_by=parent) if shape != "after" else count
         windows += [(low if low is not None else literal(0, Integer)).label("jsonapi_low"),
@@ -267,16 +287,25 @@ def paged_statement(statement: Any, target: Any, records: bool, shape: str = "nu
     keep = or_(rank == 1, page)
     ranked_columns = list(ranked.c)
     if records:
-        parent_column = ranked.c.jsonapi_parent_id
+        parent_columns = ([ranked.c.jsonapi_parent_id] if parents == 1
+                          else [ranked.c[f"jsonapi_parent_id_{index}"] for index in range(parents)])
         selected: list[Any] | tuple[Any, ...] = ranked_columns
-        member_column = ranked_columns[0]
+        member_order = ranked_columns[:width]
     else:
-        parent_column = ranked_columns[0]
+        parent_columns = ranked_columns[:parents]
         entity = aliased(target.model, ranked)
         extra = (ranked.c.jsonapi_low, ranked.c.jsonapi_high) if shape != "number" else ()
-        selected = (parent_column, entity, rank, ranked.c.jsonapi_count, *extra)
-        member_column = getattr(entity, target.id_attribute)
-    return select(*selected).where(keep).order_by(parent_column, member_column)
+        selected = (*parent_columns, entity, rank, ranked.c.jsonapi_count, *extra)
+        member_order = list(target.id_key.selected(entity))
+    return select(*selected).where(keep).order_by(*parent_columns, *member_order)
+
+
+def _bound(name: str, columns: list[Any]) -> Any:
+    """The member id bound as ``name`` (``page_parameters``): one parameter, or one per column of a
+    composite id (``<name>_<n>``), as a row value."""
+    if len(columns) == 1:
+        return bindparam(name, type_=columns[0].type)
+    return tuple_(*(bindparam(f"{name}_{index}", type_=column.type) for index, column in enumerate(columns)))
 
 
 def page_parameters(page: IncludePage) -> dict[str, Any]:
@@ -284,28 +313,37 @@ def page_parameters(page: IncludePage) -> dict[str, Any]:
     if page.shape == "number":
         return {"jsonapi_include_first": page.first, "jsonapi_include_last": page.last}
     values = {"jsonapi_include_size": page.size}
-    if page.after is not None:
-        values["jsonapi_include_after"] = page.after
-    if page.before is not None:
-        values["jsonapi_include_before"] = page.before
+    for name, member_id in (("jsonapi_include_after", page.after), ("jsonapi_include_before", page.before)):
+        if isinstance(member_id, CompositeId):
+            values.update((f"{name}_{index}", part) for index, part in enumerate(member_id))
+        elif member_id is not None:
+            values[name] = member_id
     return values
 
 
-def page_members(rows: Any, records: bool, page: IncludePage) -> tuple[list[Any], dict[Any, Window]]:
+def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) -> tuple[list[Any], dict[Any, Window]]:
     """(parent id, member) pairs of the page and each parent's ``Window``, from the rows of a
     ``paged_statement``: records (*columns, parent id, rank, count[, low, high]) or (parent id,
-    instance, rank, count[, low, high])."""
+    instance, rank, count[, low, high]); a composite parent id is its ``parents`` columns."""
     pairs: list[Any] = []
     windows: dict[Any, tuple[Any, Any, Any]] = {}
     edges: dict[Any, tuple[Any, Any]] = {}
     cursor, first_rank = page.shape != "number", page.first
+    tail = 4 if cursor else 2  # the window columns after the parent id (records) or the instance
+
+    def parent_and_member(row: Any) -> tuple[Any, Any]:
+        if parents == 1:
+            return (row[-tail - 1], row) if records else (row[0], row[1])
+        if records:  # a composite parent id: its columns as one ``CompositeId``
+            return CompositeId(row[-parents - tail:-tail]), row
+        return CompositeId(row[:parents]), row[parents]
+
     for row in rows:
+        parent_id, member = parent_and_member(row)
         if cursor:
-            parent_id, member = (row[-5], row) if records else (row[0], row[1])
             rank, total, low, high = row[-4:]
             inside = low < rank <= high and (rank > high - page.size if page.shape == "before" else rank <= low + page.size)
         else:
-            parent_id, member = (row[-3], row) if records else (row[0], row[1])
             rank, total, low, high = row[-2], row[-1], 0, None
             inside = rank >= first_rank
         if inside:  # else: the parent's first row, read for its count only

@@ -15,6 +15,7 @@ from pyramid.request import Request
 from sqlalchemy import select
 
 from .contract import get_registry
+from .identifiers import CompositeId
 from .idlists import bind_ids, dialect_of, ids_in
 from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
 from .loading import Loaded, load_metas, read_records
@@ -59,7 +60,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
     get_id = definition.id_of
     parent_ids = [get_id(parent) for parent in parents]
     dialect = dialect_of(request)
-    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_column, set(parent_ids), dialect)}
+    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_key.sql(definition.model), set(parent_ids), dialect)}
     # the rows of a polymorphic base are shown (and their linkage kept) under their own types
     parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements
@@ -112,17 +113,21 @@ def _include_pairs(request: Request, statements: Any, definition: Any, relations
     target = relationship.target_definition
     records = target.record_columns is not None
     parameters = dict(parameters)  # with this node's visibility values
+    parents = len(definition.id_key.attributes)  # a composite parent id is read as its columns
     if page is None:
         statement = statements.get(request, ("include", definition, relationship.name, dialect.name),
                                    lambda: _include_statement(request, statements, definition, relationship, dialect), parameters)
         if records:  # (*record columns, parent id)
+            if parents > 1:
+                return [(CompositeId(row[-parents:]), row) for row in read_records(request, statement, parameters)], None
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
-        return request.dbsession.execute(statement, parameters).all(), None  # (parent id, instance)
+        rows = request.dbsession.execute(statement, parameters).all()  # (parent id, instance)
+        return (rows if parents == 1 else [(CompositeId(row[:parents]), row[parents]) for row in rows]), None
     statement = statements.get(request, ("include paged", definition, relationship.name, page.shape, dialect.name), lambda: paged_statement(
-        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape), parameters)
+        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape, parents), parameters)
     parameters.update(page_parameters(page))
     rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
-    return page_members(rows, records, page)
+    return page_members(rows, records, page, parents)
 
 
 def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any, dialect: Any) -> Any:
@@ -148,21 +153,26 @@ def _include_statement(request: Request, statements: Any, definition: Any, relat
 def _include_base(definition: Any, relationship: Any, dialect: Any) -> Any:
     """The statement of ``_include_statement`` without visibility."""
     target = relationship.target_definition
-    target_id = getattr(target.model, target.id_attribute)
+    target_id = target.id_key.selected(target.model)
     parent_id, association = (None, None) if target.visible is not None else relationship.kept_parent_id
     if parent_id is None:
         owner = definition.owner
-        parent_id = getattr(owner, definition.id_attribute)
+        parent_id, parent_columns = definition.id_key.sql(owner), definition.id_key.selected(owner)
         start = select().select_from(owner).join(getattr(owner, relationship.prop.key))
     else:
+        parent_columns = (parent_id,)
         start = select().select_from(target.model)
         if association is not None:
             start = start.join(*association)
-    columns = ((*target.record_columns, parent_id.label("jsonapi_parent_id"))
-               if target.record_columns is not None else (parent_id, target.model))
+    if target.record_columns is None:
+        columns = (*parent_columns, target.model)
+    elif len(parent_columns) == 1:
+        columns = (*target.record_columns, parent_id.label("jsonapi_parent_id"))
+    else:  # a composite parent id: its columns last, in order
+        columns = (*target.record_columns, *(column.label(f"jsonapi_parent_id_{index}") for index, column in enumerate(parent_columns)))
     statement = (
         start.add_columns(*columns)
         .where(ids_in(parent_id, "jsonapi_parent_ids", dialect))
-        .order_by(parent_id, target_id)
+        .order_by(*parent_columns, *target_id)
     )
     return statement

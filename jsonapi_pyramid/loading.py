@@ -24,11 +24,13 @@ from typing import Any, cast
 
 from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy.sql.elements import BindParameter
 
 from .connection import dialect_name, execute
 from .contract import ResourceDefinition, get_registry
 from .counts import count, estimated_count
 from .filtering import filter_parameters, filter_shape, filters_criterion
+from .identifiers import CompositeId
 from .idlists import bind_ids, dialect_of, ids_in
 from .pagination import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
@@ -84,14 +86,15 @@ def collection_statement(request: Request, definition: ResourceDefinition, plan:
 def _collection_parts(request: Request, definition: Any, plan: Any, *, parent: Any = None,
                       columns: Any = None) -> tuple[Any, list[OrderKey]]:
     """The unordered statement of ``collection_statement`` and its order keys (id last). A
-    ``parent`` id may be a ``bindparam``."""
+    ``parent`` id may be a ``bindparam`` (of its name, ``IdKey.equals``)."""
     model = definition.model
     statement = select(*(columns if columns is not None else (model,)))
     if parent is not None:
         parent_definition, relationship, parent_id = parent
         owner = parent_definition.owner
+        key = parent_definition.id_key
         statement = statement.select_from(owner).join(getattr(owner, relationship.prop.key)).where(
-            getattr(owner, parent_definition.id_attribute) == parent_id
+            key.equals(owner, parent_id.key) if isinstance(parent_id, BindParameter) else key.matches(owner, parent_id)
         )
     criterion = definition.visibility(request)
     if criterion is not None:
@@ -179,7 +182,7 @@ def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, A
     parameters = {}
     bound_parent: Any = None
     if parent is not None:
-        parameters["jsonapi_parent_id"] = parent[2]
+        parameters.update(parent[0].id_key.bind("jsonapi_parent_id", parent[2]))
         bound_parent = (parent[0], parent[1], bindparam("jsonapi_parent_id"))
     if plan.filters:
         parameters.update(filter_parameters(plan.filters, dialect_name(request)))
@@ -215,12 +218,12 @@ def load_item(request: Request, definition: Any, resource_id: Any, *, record: bo
         if with_linkage:
             selected = (*selected, *linkage_columns(request, definition))
         statement = select(*selected)
-        statement = statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+        statement = statement.where(definition.id_key.equals(model, LINKAGE_PARAMETER))
         criterion = definition.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
     key = ("item", definition, columns is not None, dialect_name(request) if with_linkage else None)
-    parameters = {LINKAGE_PARAMETER: resource_id}
+    parameters = definition.id_key.bind(LINKAGE_PARAMETER, resource_id)
     statement = get_registry(request).statements.get(request, key, build, parameters)
     if not with_linkage:
         if columns is not None:
@@ -247,28 +250,33 @@ def keys_of(request: Request, definition: Any, plan: Any) -> list[OrderKey]:
 def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: Any) -> Loaded:
     """Ids of the members of a to-many relationship the caller may see: one page (and a count),
     as a ``Loaded`` whose ``primary`` holds the ids."""
-    id_column = getattr(definition.model, definition.id_attribute)
+    key = definition.id_key
+    id_columns = key.selected(definition.model)
+    parts = len(id_columns)
     page = plan.page
     if page.cursor:
-        columns = (id_column, *(key.column for key in keys_of(request, definition, plan)))
+        columns = (*id_columns, *(order.column for order in keys_of(request, definition, plan)))
         ids, cursors = load_cursor_page(request, lambda: _collection_parts(request, definition, plan, parent=parent, columns=columns),
-                                        plan, 1, lambda statement, values: read_records(request, statement, values))
-        ids = [row[0] for row in ids]
+                                        plan, parts, lambda statement, values: read_records(request, statement, values))
+        ids = [row[0] if parts == 1 else CompositeId(row[:parts]) for row in ids]
         if definition.subtypes and ids:  # a polymorphic base's members as instances (their types), in order
             dialect = dialect_of(request)
+            id_column = key.sql(definition.model)
             members = select(definition.model).where(ids_in(id_column, "jsonapi_ids", dialect))
-            found = {getattr(e, definition.id_attribute): e for e in request.dbsession.scalars(
-                members, {"jsonapi_ids": bind_ids(definition.id_column, ids, dialect)})}
+            found = {key.value(e): e for e in request.dbsession.scalars(
+                members, {"jsonapi_ids": bind_ids(id_column, ids, dialect)})}
             ids = [found[i] for i in ids]
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
         # a polymorphic base's members as instances: each identifier names its own type
-        columns = (definition.model,) if definition.subtypes else (id_column,)
+        columns = (definition.model,) if definition.subtypes else id_columns
         statement = collection_statement(request, definition, plan, parent=parent, columns=columns)
         statement = statement.offset((page.number - 1) * page.size).limit(page.size + 1)
-        ids = (request.dbsession.scalars(statement) if definition.subtypes else execute(request, statement).scalars()).all()
+        ids = (request.dbsession.scalars(statement).all() if definition.subtypes
+               else execute(request, statement).scalars().all() if parts == 1
+               else [CompositeId(row) for row in execute(request, statement).all()])
         loaded = Loaded(definition, ids[: page.size], has_next=len(ids) > page.size, has_prev=page.number > 1)
-    _add_counts(request, definition, plan, parent, loaded, (id_column,))
+    _add_counts(request, definition, plan, parent, loaded, id_columns)
     _add_stats(request, definition, plan, parent, loaded)
     return loaded
 
@@ -283,7 +291,7 @@ def load_related_one(request: Request, parent_definition: Any, relationship: Any
         select(*(columns if columns is not None else (target.model,)))
         .select_from(owner)
         .join(getattr(owner, relationship.prop.key))
-        .where(getattr(owner, parent_definition.id_attribute) == getattr(parent, parent_definition.id_attribute))
+        .where(parent_definition.id_key.matches(owner, parent_definition.id_key.value(parent)))
     )
     criterion = target.visibility(request)
     if criterion is not None:
@@ -302,7 +310,7 @@ def load_linkage(request: Request, plan: QueryPlan, context: Any) -> Loaded:
     if not relationship.many:
         value = load_related_one(request, owner, relationship, context.record)
         return Loaded(target, [] if value is None else [value])
-    parent = (owner, relationship, getattr(context.record, owner.id_attribute))
+    parent = (owner, relationship, owner.id_key.value(context.record))
     return load_linkage_page(request, target, plan, parent=parent)
 
 
@@ -341,23 +349,25 @@ def count_of(relationship_name: str) -> Any:
         relationship = definition.relationships[relationship_name]
         target = relationship.target_definition
         owner = definition.owner
-        owner_id = getattr(owner, definition.id_attribute)
-        ids = {getattr(entity, definition.id_attribute) for entity in entities}
+        key = definition.id_key
+        owner_id, owner_columns = key.sql(owner), key.selected(owner)
+        ids = {key.value(entity) for entity in entities}
         if not ids:
             return {}
         dialect = dialect_of(self.request)
         statement = (
-            select(owner_id, func.count())
+            select(*owner_columns, func.count())
             .select_from(owner)
             .join(getattr(owner, relationship.prop.key))
             .where(ids_in(owner_id, "jsonapi_ids", dialect))
-            .group_by(owner_id)
+            .group_by(*owner_columns)
         )
         criterion = target.visibility(self.request)
         if criterion is not None:
             statement = statement.where(criterion)
-        counts = dict(execute(self.request, statement, {"jsonapi_ids": bind_ids(definition.id_column, ids, dialect)}).all())
-        return {entity: counts.get(getattr(entity, definition.id_attribute), 0) for entity in entities}
+        rows = execute(self.request, statement, {"jsonapi_ids": bind_ids(key.sql(definition.model), ids, dialect)}).all()
+        counts = {row[0] if len(row) == 2 else tuple(row[:-1]): row[-1] for row in rows}
+        return {entity: counts.get(key.value(entity), 0) for entity in entities}
 
     meta.__name__ = f"count_of_{relationship_name}"
     return meta

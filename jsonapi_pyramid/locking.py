@@ -17,7 +17,7 @@ from typing import Any
 
 from pyramid.config import Configurator
 from pyramid.request import Request
-from sqlalchemy import select, update
+from sqlalchemy import and_, select, update
 
 from .connection import dialect_name
 
@@ -41,17 +41,19 @@ def lock_owner(request: Request, definition: Any, entity: Any, *, expire: tuple[
     began) is what the last writer committed."""
     # The primary key's table column, not the mapped attribute: a polymorphic model would outer
     # join its subclasses' tables, and FOR UPDATE cannot lock the nullable side of an outer join.
-    id_column = definition.id_column
+    key = definition.id_key
+    id_column = key.columns[0]
     session = request.dbsession
-    resource_id = getattr(entity, definition.id_attribute)
+    resource_id = key.value(entity)
     locked = request.__dict__.setdefault(_LOCKED, set())
     if (id_column.table, resource_id) not in locked:
+        this_row = and_(*(column == part for column, part in zip(key.columns, key.parts(resource_id), strict=True)))
         if dialect_name(request) == "sqlite":
             table = id_column.table
             unchanged = {id_column: id_column, **{c: c for c in table.columns if c.onupdate is not None}}
-            session.execute(update(table).where(id_column == resource_id).values(unchanged))
+            session.execute(update(table).where(this_row).values(unchanged))
         else:
-            session.execute(select(id_column).where(id_column == resource_id).with_for_update())
+            session.execute(select(id_column).where(this_row).with_for_update())
         locked.add((id_column.table, resource_id))
     if expire:
         session.expire(entity, list(expire))

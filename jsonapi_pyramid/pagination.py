@@ -37,7 +37,7 @@ from .contract import get_registry
 from .durations import duration_text, parse_duration
 from .errors import BadRequest, error_object
 from .relationships import relationship_aggregate
-from .schema import CURSOR_KINDS, enum_choices, enum_shown
+from .schema import CURSOR_KINDS, column_kind, enum_choices, enum_shown
 from .urls import request_urls
 
 __all__ = ["ERROR_TYPES", "PROFILE", "CursorCodec", "CursorPage", "OrderKey", "check_cursor_sort", "collection_scope",
@@ -105,8 +105,9 @@ def check_cursor_sort(definition: Any, sort: Any) -> None:
         if len(key.path) > 1:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort through a relationship "
                                  f"({name!r}); use page[number] for this sort.", "sort")
-        kind = definition.id_kind if key.path[0] == "id" else definition.fields[key.path[0]].kind
-        if kind not in CURSOR_KINDS:
+        kinds = ({column_kind(column.type) for column in definition.id_key.columns} if key.path[0] == "id"
+                 else {definition.fields[key.path[0]].kind})
+        if not kinds <= CURSOR_KINDS:
             raise _profile_error("unsupported-sort", f"Cursor pagination cannot sort by {name!r}; "
                                  "use page[number] for this sort.", "sort")
 

@@ -268,6 +268,7 @@ def _refused(definition: Any) -> str | None:
         (not isinstance(mapper.local_table, Table) or mapper.persist_selectable is not mapper.local_table,
          "not one table"),
         (mapper.version_id_col is not None, "a version_id_col"),
+        (len(mapper.primary_key) > 1, "a composite primary key"),
         (bool(mapper.validators), "@validates"),
         (manager.original_init not in (mapper.registry.constructor, object.__init__), "its own __init__"),
     )

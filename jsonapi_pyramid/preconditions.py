@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
 from .connection import dialect_name
@@ -60,9 +60,9 @@ def lock_row(request: Request, definition: Any, entity: Any) -> bytes | None:
 
     def build() -> Any:
         statement = select(definition.model, *linkage_columns(request, definition))
-        return statement.where(getattr(definition.model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+        return statement.where(definition.id_key.equals(definition.model, LINKAGE_PARAMETER))
 
-    parameters = {LINKAGE_PARAMETER: getattr(entity, definition.id_attribute)}
+    parameters = definition.id_key.bind(LINKAGE_PARAMETER, definition.id_key.value(entity))
     statement = get_registry(request).statements.get(request, ("reread", definition, dialect_name(request)), build, parameters)
     request.dbsession.expire(entity)
     row = request.dbsession.execute(statement, parameters).first()

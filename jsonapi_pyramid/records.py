@@ -45,16 +45,16 @@ class Readers:
     """Readers of attribute values for one resource type, made once per (transformer class,
     names) and kept on its definition; and, for a type read as records, the record of an instance.
 
-    ``record_keys``: the entity attributes of a record of this type in order (the id first, then
-    the attribute of every JSON name in ``record_layout``, then ``reads``), or None when the type
-    is read as instances."""
+    ``record_keys``: the entity attributes of a record of this type in order (the id first: its
+    ``id_columns`` key columns, then the attribute of every JSON name in ``record_layout``, then
+    ``reads``), or None when the type is read as instances."""
 
     def __init__(self, model: Any, transformer_class: Any, record_layout: tuple[str, ...],
-                 record_keys: tuple[str, ...] | None) -> None:
+                 record_keys: tuple[str, ...] | None, id_columns: int = 1) -> None:
         self.model = model
         self.transformer_class = transformer_class
         #: JSON name -> position in a record of this type
-        self.positions = {name: 1 + index for index, name in enumerate(record_layout)}
+        self.positions = {name: id_columns + index for index, name in enumerate(record_layout)}
         self.records = record_keys is not None
         self._values: dict[Any, Callable[[Any], tuple[Any, ...]]] = {}
         self._instances: dict[Any, Any] = {}

@@ -111,14 +111,17 @@ class Relationship:
     def _resolve_facts(self, where: str, owner: Any) -> None:
         prop = cast("RelationshipProperty[Any]", self.prop)
         pairs = prop.local_remote_pairs
-        if prop.direction is MANYTOONE:
-            if len(pairs) != 1:
-                raise ConfigurationError(f"{where}: composite foreign keys are not supported")
+        if prop.direction is MANYTOONE and len(pairs) > 1:
+            # a composite foreign key (to a composite primary key): linked, filtered and included
+            # through the mapping; none of a single column's shortcuts (``local_fk`` and below)
+            self.nullable = all(local.nullable for local, _remote in pairs)
+            self.required_on_create = not self.nullable
+        elif prop.direction is MANYTOONE:
             self.local_fk = pairs[0][0]
             self.nullable = bool(self.local_fk.nullable)
             self.required_on_create = not self.nullable
             self.unique = bool(self.local_fk.unique)
-            if pairs[0][1] is self.target_definition.id_column:
+            if pairs[0][1] is self.target_definition.id_column and not self.target_definition.id_key.composite:
                 self.target_id_fk = self.local_fk
                 self.required_fk = None if self.nullable else self.local_fk
         elif prop.direction is ONETOMANY:
@@ -135,7 +138,7 @@ class Relationship:
         a one-to-many's foreign key, or a many-to-many's association column. Else (None, None)."""
         prop = cast("RelationshipProperty[Any]", self.prop)
         pairs = prop.synchronize_pairs
-        if len(pairs) != 1 or pairs[0][0] is not owner.id_column:
+        if len(pairs) != 1 or pairs[0][0] is not owner.id_column or owner.id_key.composite:
             return None, None
         owner_id, kept = pairs[0]
         if not prop.primaryjoin.compare(owner_id == kept):

@@ -48,8 +48,9 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
                 column = _as_stored(request, column, kind)
             keys.append(OrderKey(column, key.descending, through or aggregate.function != "count"))
             continue
-        if key.path[-1] == "id":
-            column, nullable = getattr(entity, current.id_attribute), False
+        if key.path[-1] == "id":  # each column of a composite key in turn
+            keys.extend(OrderKey(column, key.descending, through) for column in current.id_key.selected(entity))
+            continue
         else:
             field = current.fields[key.path[-1]]
             column = field.expression if entity is current.model else getattr(entity, current.entity_attribute(key.path[-1]))
@@ -61,7 +62,7 @@ def sort_keys(request: Request, definition: Any, plan: Any, statement: Any) -> t
         # The id breaks ties in the direction of the last key: ``sort=-createdAt`` is
         # ``created_at DESC, id DESC``, which one backward index scan delivers in order.
         descending = bool(plan.sort) and plan.sort[-1].descending
-        keys.append(OrderKey(getattr(definition.model, definition.id_attribute), descending))
+        keys.extend(OrderKey(column, descending) for column in definition.id_key.selected(definition.model))
     return statement, keys
 
 

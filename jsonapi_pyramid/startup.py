@@ -16,7 +16,6 @@ client. The definitions are passed in (this module sits below ``contract`` in th
 """
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
 from typing import Any
 
 from pyramid.exceptions import ConfigurationError
@@ -25,7 +24,7 @@ from sqlalchemy.orm import ColumnProperty, aliased
 from sqlalchemy.sql.sqltypes import NullType
 
 from .hints import did_you_mean
-from .identifiers import id_generated, id_rule
+from .identifiers import id_generated, key_of
 from .records import Readers
 from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
 from .schema import attribute_sql, build_fields, column_kind
@@ -41,18 +40,14 @@ def resolve_own(definition: Any) -> None:
     mapper = inspect(model, raiseerr=False)
     if mapper is None:
         raise ConfigurationError(f"{model.__name__} is not a mapped SQLAlchemy class")
-    if len(mapper.primary_key) != 1:
-        columns = ", ".join(column.name for column in mapper.primary_key)
-        raise ConfigurationError(
-            f"{model.__name__}: a resource needs a single-column primary key, not a composite one "
-            f"({columns}); give the table a surrogate key and a unique constraint over these columns"
-        )
-    column = mapper.primary_key[0]
+    key, definition.id_format = key_of(model, mapper, definition.id_format)
+    definition.id_key = key
+    column = key.columns[0]
     definition.id_column = column
-    definition.id_attribute = mapper.get_property_by_column(column).key
-    definition.id_kind = column_kind(column.type)
-    definition.id_format, definition.parse_id_value = id_rule(model, column, definition.id_format)
-    definition.id_generated = id_generated(column)
+    definition.id_attribute = key.attributes[0]
+    definition.id_kind = column_kind(column.type) if not key.composite else "composite"
+    definition.parse_id_value = key.parse if key.composite else key.parsers[0]
+    definition.id_generated = not key.composite and id_generated(column)
     sample = _resolve_transformer(definition)
     definition.fields = build_fields(model, definition.transformer_class)
     definition.owner = aliased(model)
@@ -107,13 +102,13 @@ def _record_columns(definition: Any, mapper: Any, transformer: Transformer) -> t
     attribute name. None when records cannot stand in for instances (see ``Transformer``)."""
     if transformer.entities:
         return None
-    id_attribute = definition.id_attribute
+    id_attributes = definition.id_key.attributes
     keys = [transformer.entity_attribute(name) for name in definition.attributes]
-    reads = [key for key in transformer.reads if key != id_attribute and key not in keys]
+    reads = [key for key in transformer.reads if key not in id_attributes and key not in keys]
     for key in (*keys, *reads):
-        if key == id_attribute or not isinstance(mapper.attrs.get(key), ColumnProperty):
+        if key in id_attributes or not isinstance(mapper.attrs.get(key), ColumnProperty):
             return None
-    keys = [id_attribute, *keys, *reads]
+    keys = [*id_attributes, *keys, *reads]
     return tuple(getattr(definition.model, key).label(key) for key in keys)
 
 
@@ -156,8 +151,9 @@ def resolve_values(definition: Any) -> None:
         others = tuple(prop.key for prop in mapper.column_attrs
                        if prop.key not in record_keys and isinstance(prop.expression, Column))
         definition.item_columns = (*columns, *(getattr(definition.model, key).label(key) for key in others))
-    definition.readers = Readers(definition.model, definition.transformer_class, definition.attributes, record_keys)
-    definition.id_of = itemgetter(0) if columns is not None else attrgetter(definition.id_attribute)
+    definition.readers = Readers(definition.model, definition.transformer_class, definition.attributes, record_keys,
+                                 len(definition.id_key.attributes))
+    definition.id_of = definition.id_key.getter(columns is not None)  # a record's first columns are the key's
 
 
 def resolve_links(definition: Any, registry: Any) -> None:

@@ -33,6 +33,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name, execute
 from .errors import BadRequest
+from .identifiers import CompositeId
 from .schema import declared_position, enum_choices, enum_shown
 from .stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
 
@@ -173,7 +174,7 @@ def _group_key(request: Request, definition: Any, path: tuple[str, ...], stateme
             statement = statement.outerjoin(on)
             joined[hop] = alias
         entity, current = joined[hop], relationship.target_definition
-    return (statement, (getattr(entity, current.id_attribute), *_discriminator(current, entity)),
+    return (statement, (*current.id_key.selected(entity), *_discriminator(current, entity)),
             lambda values: _identifier(current, values))
 
 
@@ -187,11 +188,11 @@ def _discriminator(target: Any, entity: Any) -> tuple[Any, ...]:
 def _identifier(target: Any, values: Any) -> dict[str, str] | None:
     if values[0] is None:
         return None
-    shown = target
-    if len(values) > 1:  # a polymorphic base: the type of the row's own class (its nearest registered one)
-        klass = inspect(target.model).polymorphic_map[values[1]].class_
+    shown, size = target, len(target.id_key.columns)  # a composite id: its columns first
+    if len(values) > size:  # a polymorphic base: the type of the row's own class (its nearest registered one)
+        klass = inspect(target.model).polymorphic_map[values[size]].class_
         shown = next((target.by_class[k] for k in klass.__mro__ if k in target.by_class), target)
-    return {"type": shown.type, "id": shown.format_id(values[0])}
+    return {"type": shown.type, "id": shown.format_id(values[0] if size == 1 else CompositeId(values[:size]))}
 
 
 def _ranked(field: Any, expression: Any) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from .connection import execute
 from .contract import get_registry
@@ -43,13 +43,13 @@ def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> 
 
     def build() -> Any:
         model = definition.model
-        id_column = getattr(model, definition.id_attribute)
         statement = select(*(columns if columns is not None else (model,)))
-        return statement.where(ids_in(id_column, "jsonapi_ids", dialect) if many else id_column == bindparam("jsonapi_id"))
+        return statement.where(ids_in(key.sql(model), "jsonapi_ids", dialect) if many else key.equals(model, "jsonapi_id"))
 
-    keys = [getattr(entity, definition.id_attribute) for entity in entities]
-    parameters = ({"jsonapi_ids": bind_ids(definition.id_column, set(keys), dialect)} if many
-                  else {"jsonapi_id": keys[0]})
+    key = definition.id_key
+    keys = [key.value(entity) for entity in entities]
+    parameters = ({"jsonapi_ids": bind_ids(key.sql(definition.model), set(keys), dialect)} if many
+                  else key.bind("jsonapi_id", keys[0]))
     statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
                                                      build, parameters)
     if columns is not None:
@@ -58,7 +58,7 @@ def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> 
         values = request.dbsession.scalars(statement, parameters, execution_options={"populate_existing": True}).all()
     if not many:
         return [values[0] if values else None]
-    found = {str(getattr(value, definition.id_attribute)): value for value in values}
+    found = {str(key.value(value)): value for value in values}
     return [found.get(str(key)) for key in keys]
 
 
@@ -76,9 +76,9 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
         model = definition.model
         selected = columns if columns is not None else (model,)
         statement = select(*selected, *linkage_columns(request, definition))
-        return statement.where(getattr(model, definition.id_attribute) == bindparam(LINKAGE_PARAMETER))
+        return statement.where(definition.id_key.equals(model, LINKAGE_PARAMETER))
 
-    parameters = {LINKAGE_PARAMETER: getattr(entity, definition.id_attribute)}
+    parameters = definition.id_key.bind(LINKAGE_PARAMETER, definition.id_key.value(entity))
     statement = get_registry(request).statements.get(request, ("stored-tagged", definition, dialect_of(request).name), build,
                                                      parameters)
     if columns is not None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from pyramid.request import Request
-from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
+from sqlalchemy import Integer, String, func, inspect, literal_column, select
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
@@ -62,7 +62,7 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
     statistics, would otherwise start from an index of the visibility's column (all published
     articles) rather than from the link table's rows of this item."""
     target = relationship.target_definition
-    key = getattr(target.model, target.id_attribute)
+    key = target.id_key.sql(target.model)
     # what does not depend on the caller, built once (a visibility built per caller rebuilds the rest)
     linked, element = get_registry(request).statements.get(
         request, ("linked", definition, relationship.name), lambda: _linked(definition, relationship))
@@ -72,9 +72,9 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
         statement = statement.where(criterion)
     if postgresql:
         separator: Any = literal_column("','")
-        return statement.with_only_columns(func.string_agg(element, aggregate_order_by(separator, key))) \
+        return statement.with_only_columns(func.string_agg(element, aggregate_order_by(separator, *target.id_key.selected(target.model)))) \
             .correlate(None).scalar_subquery()
-    members = statement.order_by(key).subquery()
+    members = statement.order_by(*target.id_key.selected(target.model)).subquery()
     return select(func.group_concat(members.c.member, ",")).correlate(None).scalar_subquery()
 
 
@@ -86,13 +86,15 @@ def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
     target = relationship.target_definition
     owner = definition.owner
     joined = aliased(target.model)
-    linked = (select(getattr(joined, target.id_attribute)).select_from(owner)
+    linked = (select(*target.id_key.selected(joined)).select_from(owner)
               .join(getattr(owner, relationship.prop.key).of_type(joined))
-              .where(getattr(owner, definition.id_attribute) == bindparam(LINKAGE_PARAMETER)))
-    key = getattr(target.model, target.id_attribute)
-    element: Any = sql_cast(key, String)
-    if not isinstance(key.type, Integer):
-        element = sql_cast(func.length(element), String) + ":" + element
+              .where(definition.id_key.equals(owner, LINKAGE_PARAMETER)))
+    element: Any = None
+    for key in target.id_key.selected(target.model):  # each part of a composite key in turn
+        part: Any = sql_cast(key, String)
+        if not isinstance(key.type, Integer) or target.id_key.composite:
+            part = sql_cast(func.length(part), String) + ":" + part
+        element = part if element is None else element + "," + part
     discriminator = inspect(target.model).polymorphic_on
     if discriminator is not None:
         element = sql_cast(discriminator, String) + "/" + element
@@ -110,7 +112,7 @@ def read_linkage(request: Request, definition: Any, resource_id: Any) -> bytes:
     none for a type without relationships)."""
     if not definition.relationships:
         return b""
-    parameters = {LINKAGE_PARAMETER: resource_id}
+    parameters = definition.id_key.bind(LINKAGE_PARAMETER, resource_id)
     statement = get_registry(request).statements.get(
         request, ("linkage", definition, dialect_of(request).name),
         lambda: select(*linkage_columns(request, definition)), parameters)

@@ -15,10 +15,7 @@ from urllib.parse import quote
 
 from webob.request import PATH_SAFE
 
-__all__ = ["RequestURLs", "id_segment", "request_urls"]
-
-#: what a resource id keeps unquoted in a link: webob's safe characters of a path, less "/"
-_SEGMENT_SAFE = PATH_SAFE.replace("/", "")
+__all__ = ["RequestURLs", "request_urls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +44,3 @@ def request_urls(request: Any) -> RequestURLs:
         request.__dict__["jsonapi_urls"] = urls
     return urls
 
-
-def id_segment(resource_id: str) -> str:
-    """A text resource id as one segment of a link's path, quoted as webob quotes the request's
-    path (a space as ``%20``, ``/`` as ``%2F``): the links of a resource are the URL a client
-    requests it by, and its self link is the same text whichever spelling the request used."""
-    return quote(resource_id, _SEGMENT_SAFE)

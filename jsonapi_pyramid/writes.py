@@ -100,7 +100,8 @@ def create(write: Write) -> Any:
         return entity
     entity = definition.model()
     if changes.id is not None:
-        setattr(entity, definition.id_attribute, changes.id)
+        for name, part in zip(definition.id_key.attributes, definition.id_key.parts(changes.id), strict=True):
+            setattr(entity, name, part)
     apply_changes(request, definition, entity, changes)
     request.dbsession.add(entity)
     _flush(request, "/data/relationships")

@@ -7,6 +7,7 @@ from typing import Any, cast
 import colander
 from pyramid.authorization import ACLHelper, Everyone
 from pyramid.request import Request
+from sqlalchemy.types import Integer, Uuid
 
 from ..contract import get_registry
 from ..renderer import MEDIA_TYPE
@@ -116,7 +117,13 @@ def _doc(function: Any) -> str | None:
 
 
 def _example_id(definition: Any) -> str:
-    return "3fa85f64-5717-4562-b3fc-2c963f66afa6" if definition.id_format == "uuid" else "1"
+    if definition.id_format == "composite":  # one example part per key column ("a~1")
+        return "~".join("1" if isinstance(column.type, Integer) else _UUID_EXAMPLE if isinstance(column.type, Uuid) else "a"
+                        for column in definition.id_key.columns)
+    return _UUID_EXAMPLE if definition.id_format == "uuid" else "1"
+
+
+_UUID_EXAMPLE = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
 
 
 def _attribute_schema_node(definition: Any, kind: str) -> Any:

@@ -159,7 +159,7 @@ class Item(_Node):
         entity = self._entity
         if entity is None:
             definition = self.definition
-            entity = self._entity = self.request.dbsession.get(definition.model, getattr(self.record, definition.id_attribute))
+            entity = self._entity = self.request.dbsession.get(definition.model, definition.id_key.value(self.record))
         return entity
 
     def __getitem__(self, name: Any) -> Any:

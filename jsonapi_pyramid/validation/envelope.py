@@ -93,8 +93,9 @@ def _client_id(definition: Any, data: dict[Any, Any], failures: Failures) -> Any
 
 def _check_client_id_is_new(request: Request, definition: Any, resource_id: Any) -> None:
     # Every row counts here, also those the caller may not see: the id is taken either way.
-    id_column = getattr(definition.model, definition.id_attribute)
-    if request.dbsession.scalar(select(id_column).where(id_column == resource_id)) is not None:
+    key = definition.id_key
+    if request.dbsession.execute(select(*key.selected(definition.model)).where(
+            key.matches(definition.model, resource_id))).first() is not None:
         raise Conflict(f"A {definition.type} resource with id {str(resource_id)!r} exists already.",
                        pointer="/data/id")
 

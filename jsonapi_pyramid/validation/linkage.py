@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any, cast
 
 from pyramid.request import Request
-from sqlalchemy import inspect, select
+from sqlalchemy import inspect, not_, select
 from sqlalchemy.orm import RelationshipDirection
 
 from ..contract import get_registry
@@ -141,15 +141,15 @@ def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any
     dialect = dialect_of(request)
 
     def build() -> Any:
-        id_column = getattr(target.model, target.id_attribute)
-        statement = select(target.model).where(ids_in(id_column, "jsonapi_ids", dialect))
+        statement = select(target.model).where(ids_in(key.sql(target.model), "jsonapi_ids", dialect))
         criterion = target.visibility(request)
         return statement if criterion is None else statement.where(criterion)
 
-    parameters = {"jsonapi_ids": bind_ids(target.id_column, ids, dialect)}
+    key = target.id_key
+    parameters = {"jsonapi_ids": bind_ids(key.sql(target.model), ids, dialect)}
     statement = get_registry(request).statements.get(request, ("linkage-targets", target, dialect.name), build, parameters)
     entities = request.dbsession.scalars(statement, parameters)
-    return {getattr(entity, target.id_attribute): entity for entity in entities}
+    return {key.value(entity): entity for entity in entities}
 
 
 def _check_linkage_rules(request: Request, relationship: Any, entity: Any, resolved: Any, pointer: str, failures: Failures, *,
@@ -183,11 +183,10 @@ def _check_linkage_rules(request: Request, relationship: Any, entity: Any, resol
 def _check_unique_link(request: Request, relationship: Any, entity: Any, target_entity: Any, pointer: str, failures: Failures) -> None:
     owner = relationship.owner
     remote_attribute = inspect(type(target_entity)).get_property_by_column(relationship.prop.local_remote_pairs[0][1]).key
-    owner_id = getattr(owner.model, owner.id_attribute)
-    statement = select(owner_id).where(relationship.local_fk == getattr(target_entity, remote_attribute))
+    statement = select(*owner.id_key.selected(owner.model)).where(relationship.local_fk == getattr(target_entity, remote_attribute))
     if entity is not None:
-        statement = statement.where(owner_id != getattr(entity, owner.id_attribute))
-    if request.dbsession.scalar(statement.limit(1)) is not None:
+        statement = statement.where(not_(owner.id_key.matches(owner.model, owner.id_key.value(entity))))
+    if request.dbsession.execute(statement.limit(1)).first() is not None:
         target = relationship.target_definition
         failures.add(pointer, f"{target.type} {target.identity(target_entity)} already has a {owner.type} "
                               f"resource through {relationship.name!r}; only one is allowed.")

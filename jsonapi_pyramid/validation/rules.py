@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import colander
-from sqlalchemy import inspect, select
+from sqlalchemy import inspect, or_, select
 
 from .common import _escape
 
@@ -113,8 +113,9 @@ class Unique:
         statement = select(self.column).where(self.column == value)
         if entity is not None:
             mapper = inspect(type(entity))
-            for key_column in mapper.primary_key:
-                statement = statement.where(key_column != getattr(entity, mapper.get_property_by_column(key_column).key))
+            # not this row: some key column differs (a composite key's row shares a part with others)
+            statement = statement.where(or_(*(key_column != getattr(entity, mapper.get_property_by_column(key_column).key)
+                                              for key_column in mapper.primary_key)))
         if request.dbsession.scalar(statement.limit(1)) is not None:
             raise colander.Invalid(node, self.msg)
 

@@ -63,7 +63,7 @@ def related(context: Any, request: Request) -> Any:
     target = relationship.target_definition
     plan = parse_query(request, target, collection=relationship.many)
     if relationship.many:
-        parent = (context.definition, relationship, getattr(context.record, context.definition.id_attribute))
+        parent = (context.definition, relationship, context.definition.id_key.value(context.record))
         loaded = load_document(request, plan, load_page(request, target, plan, parent=parent), plan.include_pages)
         return _varies(request, page_document(request, plan, loaded))
     value = load_related_one(request, context.definition, relationship, context.record)

@@ -1,6 +1,8 @@
 """Shapes refused when the configuration commits, each a ConfigurationError naming the model."""
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
@@ -23,6 +25,14 @@ class Pair(Base):
     __jsonapi_type__ = "pairs"
     left: Mapped[int] = mapped_column(primary_key=True)
     right: Mapped[int] = mapped_column(primary_key=True)
+    transformer = classmethod(lambda cls: Plain())
+
+
+class Dated(Base):
+    __tablename__ = "dated"
+    __jsonapi_type__ = "dated"
+    code: Mapped[str] = mapped_column(String(10), primary_key=True)
+    day: Mapped[dt.date] = mapped_column(primary_key=True)
     transformer = classmethod(lambda cls: Plain())
 
 
@@ -58,10 +68,14 @@ def commit(*registrations):
     config.commit()
 
 
-def test_a_composite_primary_key_is_refused_naming_the_model():
-    with pytest.raises(ConfigurationError, match=r"Pair: a resource needs a single-column primary key, not a "
-                                                 r"composite one \(left, right\)"):
-        commit((Pair, {}))
+def test_a_composite_primary_key_takes_no_id_format_and_parts_of_integer_text_or_uuid_columns():
+    commit((Pair, {}))  # served (tests/functional/test_composite_keys.py)
+    with pytest.raises(ConfigurationError, match=r"Pair: id_format='integer' does not fit its composite primary key "
+                                                 r"\(left, right\); leave it out"):
+        commit((Pair, {"id_format": "integer"}))
+    with pytest.raises(ConfigurationError, match=r"Dated: the column day \(Date\(\)\) of its composite primary key is "
+                                                 r"not an integer, text or Uuid column"):
+        commit((Dated, {}))
 
 
 def test_a_joined_subclass_of_a_registered_base_needs_its_columns_in_the_same_statement():

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import uuid
 
+import hypothesis
 import pytest
-from sqlalchemy import String
+from hypothesis import strategies
+from sqlalchemy import String, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import ResourceDefinition, Transformer
+from jsonapi_pyramid.identifiers import CompositeId
 from jsonapi_pyramid.startup import resolve_own
 
 
@@ -99,3 +102,38 @@ def test_filter_values_parse_by_type_forgiving_spelling():
 def test_identity_is_the_canonical_spelling():
     assert definition(Numbered).identity(Numbered(id=6)) == "6"
     assert definition(Keyed, id_format="uuid").identity(Keyed(id=str(uuid.UUID(UUID)))) == UUID
+
+
+# -- composite keys (``identifiers.IdKey``): the parts joined by "~", "%", ",", "/" and "~" escaped --
+
+class Pair(Base):
+    __tablename__ = "pairs"
+    __jsonapi_type__ = "pairs"
+    tenant: Mapped[str] = mapped_column(String(40), primary_key=True)
+    number: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    transformer = classmethod(lambda cls: Plain())
+
+
+@hypothesis.given(tenant=strategies.text(), number=strategies.integers(-(10 ** 18) + 1, 10 ** 18 - 1), key=strategies.uuids())
+def test_any_text_and_any_integer_round_trip_through_a_composite_id(tenant, number, key):
+    pair = definition(Pair)
+    spelled = pair.format_id(CompositeId((tenant, number, key)))
+    assert "," not in spelled and "/" not in spelled and spelled.count("~") == 2
+    assert pair.parse_id(spelled) == (tenant, number, key)
+    assert pair.identity(Pair(tenant=tenant, number=number, key=key)) == spelled
+
+
+def test_a_composite_id_spells_each_part_as_its_column_s_key_would():
+    pair = definition(Pair)
+    assert pair.id_format == "composite"
+    assert pair.format_id(CompositeId(("a/b,c~d%e f", -7, uuid.UUID(UUID)))) == f"a%2Fb%2Cc%7Ed%25e f~-7~{UUID}"
+    assert str(pair.parse_id(f"acme~7~{UUID}")) == f"acme~7~{UUID}"
+
+
+@pytest.mark.parametrize("raw", [f"acme~07~{UUID}", f"acme~+7~{UUID}", f"acme~-0~{UUID}", f"acme~7~{UUID.upper()}",
+                                 f"acme%7e~7~{UUID}", f"acm%65~7~{UUID}", f"a%2fb~7~{UUID}", f"a%~7~{UUID}",
+                                 f"%FF~7~{UUID}", f"acme~7~{UUID}~", "acme~7", f"acme~7~{UUID} ", ""])
+def test_a_composite_id_in_another_spelling_is_refused(raw):
+    with pytest.raises(ValueError):
+        definition(Pair).parse_id(raw)
