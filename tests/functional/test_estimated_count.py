@@ -54,3 +54,14 @@ def test_estimated_count_of_another_type_than_the_data_s_is_left_out(api, blog):
     document = api.get("/api/articles?meta[users]=estimatedCount&include=author").json
     assert "meta" not in document
     assert all("meta" not in resource for resource in document["included"])
+
+
+def test_estimated_count_beside_cursor_pagination(api, blog, make_articles):
+    from jsonapi_pyramid.pagination import PROFILE
+
+    make_articles(3, blog["bob"])
+    accept = {"Accept": f'application/vnd.api+json; profile="{PROFILE}"'}
+    first = api.get("/api/articles?page[size]=2&meta[articles]=estimatedCount", headers=accept).json
+    assert first["meta"]["estimatedCount"] == 5 and first["meta"]["estimatedCountExact"] is True
+    following = api.get(first["links"]["next"], headers=accept).json
+    assert following["meta"]["estimatedCount"] == 5 and len(following["data"]) == 2
