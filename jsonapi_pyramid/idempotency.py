@@ -48,6 +48,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    update,
 )
 from zope.sqlalchemy.datamanager import mark_changed
 
@@ -131,7 +132,12 @@ def _lookup(session: Any, caller: str, key: str) -> tuple[bool, Any]:
             .select_from(one.outerjoin(table, where))
         row = session.execute(statement).one()
         return bool(row.locked), row if row.status is not None else None
-    return True, session.execute(select(*columns).where(where)).one_or_none()
+    # SQLite: pysqlite opens its transaction at the first write, and a request's write would
+    # come after both duplicates had found no key. A no-op UPDATE (its RETURNING the lookup)
+    # takes the database's write lock first: a duplicate waits here (the busy timeout) until
+    # the first commits its key, then finds it and is replayed.
+    unchanged = update(table).where(where).values(caller=table.c.caller).returning(*columns)
+    return True, session.execute(unchanged).one_or_none()
 
 
 def _replay(row: Any) -> Response:
