@@ -117,6 +117,10 @@ DEFAULTS = {
     # needs the table of idempotency.metadata in the database. Keys expire after the TTL.
     "idempotency": False,
     "idempotency_ttl_seconds": 24 * 3600,
+    # the largest answer kept with its key; a larger one is given but not kept (a retry: 409)
+    "idempotency_max_stored_bytes": 1024 * 1024,
+    # expired keys deleted by the first key stored after this many seconds, per process; 0: never
+    "idempotency_purge_interval_seconds": 3600,
     # GET /metrics (Prometheus) and who may read it (addresses or networks, blank-separated; others: 404).
     # docs/observability.rst; needs the extra jsonapi_pyramid[observability].
     "metrics": False,
@@ -125,6 +129,10 @@ DEFAULTS = {
     # variables decide (OTEL_EXPORTER_OTLP_ENDPOINT), docs/observability.rst
     "tracer_provider": None,
 }
+
+#: Integer settings for which 0 turns the feature off (the others must be at least 1).
+_ZERO_TURNS_OFF = frozenset({"idempotency_purge_interval_seconds"})
+
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
     parsed = {}
@@ -139,10 +147,11 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
                 parsed[key] = int(raw)
             except (TypeError, ValueError):
                 raise ConfigurationError(f"jsonapi.{key} must be an integer, not {raw!r}") from None
-            if parsed[key] < 1 and (key != "default_include_size" or f"jsonapi.{key}" in settings):
+            least = 0 if key in _ZERO_TURNS_OFF else 1
+            if parsed[key] < least and (key != "default_include_size" or f"jsonapi.{key}" in settings):
                 hint = " (to-many includes are always paged; unset, it is jsonapi.default_page_size)" \
-                    if key == "default_include_size" else ""
-                raise ConfigurationError(f"jsonapi.{key} must be at least 1{hint}")
+                    if key == "default_include_size" else " (0 turns it off)" if least == 0 else ""
+                raise ConfigurationError(f"jsonapi.{key} must be at least {least}{hint}")
         else:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:

@@ -40,8 +40,8 @@ __all__ = ["ALLOW_HEADERS", "ANY_ORIGIN", "EXPOSE_HEADERS", "cors_tween_factory"
 ALLOW_HEADERS = ("Accept, Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, Prefer, X-Database-Position, "
                  "X-Request-Id")
 #: Response headers a page may read besides the safelisted ones.
-EXPOSE_HEADERS = ("Allow, ETag, Location, Preference-Applied, Retry-After, WWW-Authenticate, X-Database-Position, "
-                  "X-Request-Id, X-Resource-ETag")
+EXPOSE_HEADERS = ("Allow, ETag, Idempotency-Stored, Idempotent-Replayed, Location, Preference-Applied, Retry-After, "
+                  "WWW-Authenticate, X-Database-Position, X-Request-Id, X-Resource-ETag")
 ANY_ORIGIN = "*"
 
 _HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")

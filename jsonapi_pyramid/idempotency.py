@@ -16,21 +16,27 @@ bare token is taken too) is handled in the request's own transaction:
 * not found (or older than ``jsonapi.idempotency_ttl_seconds``): the request runs, and a
   successful answer (2xx, not ``Cache-Control: no-store``, which marks secrets) is stored with
   the key in the same transaction as the change: committed together or not at all. An error
-  answer is not stored (it changed nothing): the retry runs again.
+  answer is not stored (it changed nothing): the retry runs again. An answer larger than
+  ``jsonapi.idempotency_max_stored_bytes`` is given with ``Idempotency-Stored: false``; its key
+  is stored without it, and a retry is 409 (applied once, not replayable).
 
 A write whose answer was lost (a failover after COMMIT: the client saw a 503 or a cut
 connection) is thus found when the client retries it, across processes and across a failover.
 
 The table, ``jsonapi_idempotency_keys``, is defined in this module's ``metadata``; an application
 creates it with its own migrations (alembic: include ``metadata`` in ``target_metadata`` and add
-a migration, as the reference service's ``0003``). ``purge_expired`` deletes expired keys (a
-periodic job); an expired key found by a request is deleted and treated as new.
+a migration, as the reference service's ``0003``). ``purge_expired`` deletes expired keys: each
+process runs it in the first keyed write ``jsonapi.idempotency_purge_interval_seconds`` after its
+start or its last purge (or a periodic job does); an expired key found by a request is deleted and
+treated as new.
 """
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import re
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -50,6 +56,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    update,
 )
 from zope.sqlalchemy.datamanager import mark_changed
 
@@ -60,11 +67,16 @@ __all__ = ["HEADER", "idempotency_tween_factory", "metadata", "purge_expired", "
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
+#: ``Idempotency-Stored: false``: the answer was given but, over ``jsonapi.idempotency_max_stored_bytes``,
+#: not kept; the key is kept (with an empty body and this header), so a retry is 409, not run again.
+STORED = "Idempotency-Stored"
 #: The headers of an answer that are stored and replayed with its status and body.
 KEPT_HEADERS = ("Content-Type", "Location", "ETag", "X-Resource-ETag", "Preference-Applied")
 METHODS = frozenset({"POST", "PATCH", "DELETE"})
 _TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,255}$")  # printable, no quote or backslash
 _STRING = re.compile(r'^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\]){1,255})"$')
+#: The advisory lock of a purge (PostgreSQL): one purge at a time (no caller is named "purge").
+_PURGE_LOCK = int.from_bytes(hashlib.sha256(b"purge\njsonapi_idempotency_keys").digest()[:8], "big", signed=True)
 
 metadata = MetaData(naming_convention={"ix": "ix_%(column_0_label)s", "pk": "pk_%(table_name)s"})
 
@@ -87,6 +99,10 @@ class KeyInFlight(JsonApiError):
 
 class KeyReused(JsonApiError):
     status, title = 422, "Unprocessable Content"
+
+
+class AnswerNotKept(JsonApiError):
+    status, title = 409, "Conflict"
 
 
 def _utcnow() -> dt.datetime:
@@ -133,7 +149,12 @@ def _lookup(session: Any, caller: str, key: str) -> tuple[bool, Any]:
             .select_from(one.outerjoin(table, where))
         row = session.execute(statement).one()
         return bool(row.locked), row if row.status is not None else None
-    return True, session.execute(select(*columns).where(where)).one_or_none()
+    # SQLite: pysqlite opens its transaction at the first write, and a request's write would
+    # come after both duplicates had found no key. A no-op UPDATE (its RETURNING the lookup)
+    # takes the database's write lock first: a duplicate waits here (the busy timeout) until
+    # the first commits its key, then finds it and is replayed.
+    unchanged = update(table).where(where).values(caller=table.c.caller).returning(*columns)
+    return True, session.execute(unchanged).one_or_none()
 
 
 def _replay(row: Any) -> Response:
@@ -143,11 +164,22 @@ def _replay(row: Any) -> Response:
     return response
 
 
-def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any) -> None:
+def _not_kept(row: Any) -> AnswerNotKept:
+    return AnswerNotKept(
+        f"This request was applied (status {row.status}), but its answer was larger than "
+        "jsonapi.idempotency_max_stored_bytes and was not kept, so it cannot be replayed; it is not applied "
+        "again. Read the resources it changed, or send a new Idempotency-Key to apply it once more.",
+        header=HEADER, code="idempotency-answer-not-kept", meta={"status": row.status})
+
+
+def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any, max_bytes: int) -> None:
     headers = [[name, response.headers[name]] for name in KEPT_HEADERS if name in response.headers]
+    body = response.body
+    if len(body) > max_bytes:  # given, not kept: the key and its fingerprint are, so a retry is not run again
+        response.headers[STORED] = "false"
+        headers, body = [[STORED, "false"]], b""
     session.execute(insert(table).values(caller=caller, key=key, fingerprint=fingerprint, status=response.status_code,
-                                         headers=orjson.dumps(headers).decode(), body=response.body,
-                                         created_at=_utcnow()))
+                                         headers=orjson.dumps(headers).decode(), body=body, created_at=_utcnow()))
     mark_changed(session)
 
 
@@ -157,9 +189,37 @@ def _storable(request: Request, response: Any) -> bool:
 
 
 def purge_expired(connection: Any, ttl_seconds: int) -> int:
-    """Delete the keys older than ``ttl_seconds``; the number deleted (run it periodically)."""
+    """Delete the keys older than ``ttl_seconds``; the number deleted (a periodic job's; with
+    ``jsonapi.idempotency_purge_interval_seconds`` the service runs it itself). On PostgreSQL
+    one purge runs at a time (a transaction-scoped advisory lock taken without waiting): another
+    purging at once deletes nothing, rather than waiting for, or deadlocking with, the first."""
     cutoff = _utcnow() - dt.timedelta(seconds=ttl_seconds)
-    return int(connection.execute(delete(table).where(table.c.created_at < cutoff)).rowcount)
+    statement = delete(table).where(table.c.created_at < cutoff)
+    dialect = getattr(connection, "dialect", None) or connection.get_bind().dialect  # a connection or a session
+    if dialect.name == "postgresql":
+        statement = statement.where(select(func.pg_try_advisory_xact_lock(_PURGE_LOCK)).scalar_subquery())
+    return int(connection.execute(statement).rowcount)
+
+
+class _PurgeClock:
+    """When this process's next purge is due (one per application, kept by its tween): the first
+    key stored ``interval`` seconds after the start, then after the last purge."""
+
+    def __init__(self, interval: int) -> None:
+        self.interval = interval
+        self.due = time.monotonic() + interval
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Whether this request purges (at most one per interval)."""
+        if not self.interval:
+            return False
+        now = time.monotonic()
+        with self.lock:
+            if now < self.due:
+                return False
+            self.due = now + self.interval
+            return True
 
 
 def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
@@ -167,6 +227,8 @@ def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
     settings = registry.jsonapi.settings
     prefix = "/" + settings["root_name"]
     ttl = dt.timedelta(seconds=settings["idempotency_ttl_seconds"])
+    max_bytes = settings["idempotency_max_stored_bytes"]
+    purges = _PurgeClock(settings["idempotency_purge_interval_seconds"])
 
     def idempotency_tween(request: Request) -> Any:
         value = request.headers.get(HEADER)
@@ -188,11 +250,15 @@ def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
             if row.fingerprint != fingerprint:
                 raise KeyReused("This Idempotency-Key was used for another request (method, URL or body).",
                                 header=HEADER)
+            if [STORED, "false"] in orjson.loads(row.headers):
+                raise _not_kept(row)
             note_committed_earlier(request)  # its client reads the write next: where it is
             return _replay(row)
         response = handler(request)
         if _storable(request, response):
-            _keep(session, caller, key, fingerprint, response)
+            _keep(session, caller, key, fingerprint, response, max_bytes)
+            if purges.take():  # expired keys, in this transaction: committed with the key or not at all
+                purge_expired(session, settings["idempotency_ttl_seconds"])
         return response
 
     return idempotency_tween

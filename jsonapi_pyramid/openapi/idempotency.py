@@ -1,6 +1,7 @@
 """The OpenAPI description of ``Idempotency-Key`` (``jsonapi.idempotency``; ``idempotency.py``): the
 header on every write under the API root, its 409 (the same key still in flight) and 422 (the
-same key sent with another request), and ``Idempotent-Replayed`` on a replayed answer."""
+same key sent with another request), ``Idempotent-Replayed`` on a replayed answer and
+``Idempotency-Stored: false`` on an answer too large to keep."""
 from __future__ import annotations
 
 from typing import Any
@@ -14,12 +15,16 @@ _PARAMETER = {
     "description": "A key of the client's (1-255 printable characters, or a quoted string), unique per "
                    "change: a retried request with the same key and the same request gets the first answer "
                    "again (`Idempotent-Replayed: true`) and changes nothing more; with another request, 422; "
-                   "while the first is still running, 409 with `Retry-After`. Keys expire after "
-                   "`jsonapi.idempotency_ttl_seconds`.",
+                   "while the first is still running, 409 with `Retry-After`; when the first answer was too large to "
+                   "keep (`Idempotency-Stored: false`), 409 without it (the request is not applied again). Keys "
+                   "expire after `jsonapi.idempotency_ttl_seconds`.",
     "schema": {"type": "string", "minLength": 1, "maxLength": 257},
 }
 _REPLAYED = {"description": "`true` on an answer replayed for a retried `Idempotency-Key`.",
              "schema": {"type": "string", "enum": ["true"]}}
+_STORED = {"description": "`false` on an answer larger than `jsonapi.idempotency_max_stored_bytes`: given, but "
+                          "not kept with its `Idempotency-Key`, so a retry with the key is 409, not replayed.",
+           "schema": {"type": "string", "enum": ["false"]}}
 
 
 def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
@@ -31,6 +36,7 @@ def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
     components = document["components"]
     components["parameters"]["IdempotencyKey"] = _PARAMETER
     components.setdefault("headers", {})["IdempotentReplayed"] = _REPLAYED
+    components["headers"]["IdempotencyStored"] = _STORED
     methods = {method.lower() for method in METHODS}
     for path, operations in document["paths"].items():
         if path != root and not path.startswith(root + "/"):
@@ -46,6 +52,7 @@ def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
             for status, response in responses.items():
                 if status.startswith("2") and "$ref" not in response:
                     response["headers"] = {**response.get("headers", {}),
-                                           "Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}}
+                                           "Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"},
+                                           "Idempotency-Stored": {"$ref": "#/components/headers/IdempotencyStored"}}
             operation["responses"] = dict(sorted(responses.items()))
     return document

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import func, select, text, update
+import webtest
+from sqlalchemy import event, func, select, text, update
 
+from jsonapi_blog import main
 from jsonapi_blog.models import Article, Tag
-from jsonapi_pyramid import idempotency
+from jsonapi_pyramid import cors, idempotency
+from tests.conftest import APP_SETTINGS, JsonApiTestApp
 
 MEDIA_TYPE = "application/vnd.api+json"
 ATOMIC = 'application/vnd.api+json; ext="https://jsonapi.org/ext/atomic"'
@@ -47,7 +53,8 @@ def test_a_retried_create_is_applied_once_and_answered_as_the_first_time(api, db
     # The key costs one lookup and one insert; a replay is the caller's identity and the lookup.
     assert len(first_statements) == len(plain) + 2, first_statements
     assert len(replay_statements) == 2, replay_statements
-    assert not any("INSERT" in s or "UPDATE" in s for s in replay_statements)
+    # (on SQLite the lookup is a no-op UPDATE of the key's row, which takes the write lock)
+    assert not any("INSERT" in s or ("UPDATE" in s and "jsonapi_idempotency_keys" not in s) for s in replay_statements)
 
 
 def test_the_same_key_with_another_body_is_422_and_changes_nothing(api, db, alice):
@@ -165,5 +172,130 @@ def test_the_openapi_document_names_the_header_on_every_write(api):
         assert header in operation["parameters"], (path, method)
         assert {"409", "422"} <= set(operation["responses"]), (path, method)
     created = document["paths"]["/api/articles"]["post"]["responses"]["201"]
-    assert "Idempotent-Replayed" in created["headers"]
+    assert "Idempotent-Replayed" in created["headers"] and "Idempotency-Stored" in created["headers"]
     assert header not in document["paths"]["/api/articles"]["get"]["parameters"]
+
+
+def test_concurrent_duplicates_of_one_key_are_applied_once_and_answered(wsgi_app, db, alice, backend):
+    """Duplicates of one keyed create sent at once: one article. On SQLite (one writer at a time) a
+    duplicate waits for the first and is replayed; on PostgreSQL it is replayed, or answered 409
+    with ``Retry-After`` while the first is still running. Never a 409 without ``Retry-After``
+    (SQLite once answered some of them "a unique or referential constraint": both had looked the
+    key up before either stored it)."""
+    duplicates = 8
+    keyed = {**alice, "Idempotency-Key": '"concurrent-1"'}
+    barrier = threading.Barrier(duplicates)
+
+    def send(_index):
+        client = webtest.TestApp(wsgi_app, extra_environ={"HTTP_HOST": "example.test"})
+        barrier.wait(10)
+        answer = client.post("/api/articles", article("concurrent"), headers=keyed, expect_errors=True)
+        return answer.status_int, answer.headers.get("Retry-After"), answer.headers.get("Idempotent-Replayed")
+
+    for _round in range(3):
+        with ThreadPoolExecutor(duplicates) as pool:
+            answers = list(pool.map(send, range(duplicates)))
+        if backend == "sqlite":
+            assert sorted(status for status, _r, _p in answers) == [201] * duplicates, answers
+        assert all(status == 201 or (status, retry) == (409, "1") for status, retry, _p in answers), answers
+        assert [replayed for status, _r, replayed in answers if status == 201].count(None) <= 1, answers
+        assert articles_titled(db, "concurrent") == 1
+
+
+@pytest.fixture
+def keyed_blog(database_url, db, schema_validator):
+    """The reference service with settings of the test's (``keyed_blog(**settings)``)."""
+    apps = []
+
+    def make(**settings):
+        app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, **settings})
+        apps.append(app)
+        client = JsonApiTestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        client.validator = schema_validator
+        return client
+
+    yield make
+    for app in apps:
+        app.registry["db.engine"].dispose()
+
+
+def stored_rows(db) -> list:
+    db.expire_all()
+    rows = db.execute(select(idempotency.table.c.key, idempotency.table.c.body)).all()
+    db.rollback()
+    return rows
+
+
+def test_an_answer_too_large_to_keep_is_given_but_a_retry_is_409_not_run_again(keyed_blog, db, blog, auth_headers):
+    """An answer over ``jsonapi.idempotency_max_stored_bytes`` is given with
+    ``Idempotency-Stored: false`` and its body is not kept (an atomic request of 9.6 kB once
+    stored a 10 MB answer per key); the key is kept with its fingerprint, so a retry is not
+    applied a second time: 409 saying why, without ``Retry-After`` (waiting does not help)."""
+    api = keyed_blog(**{"jsonapi.idempotency_max_stored_bytes": "2000"})
+    headers = {**auth_headers(blog["admin"]), "Content-Type": ATOMIC, "Accept": ATOMIC, "Idempotency-Key": '"big-1"'}
+    body = json.dumps({"atomic:operations": [
+        {"op": "add", "data": {"type": "tags", "attributes": {"name": f"big-{n}"}}} for n in range(12)]})
+    first = api.post("/api/operations", body, headers=headers, status=200)
+    assert len(first.body) > 2000 and first.headers["Idempotency-Stored"] == "false"
+    assert stored_rows(db) == [("big-1", b"")]
+    error = api.post("/api/operations", body, headers=headers, status=409)
+    assert error.json["errors"][0]["source"] == {"header": "Idempotency-Key"}
+    assert error.json["errors"][0]["code"] == "idempotency-answer-not-kept"
+    assert error.json["errors"][0]["meta"] == {"status": 200}
+    assert "Retry-After" not in error.headers and "Idempotent-Replayed" not in error.headers
+    db.expire_all()
+    assert db.scalar(select(func.count()).select_from(Tag).where(Tag.name.like("big-%"))) == 12
+    # the same key with another request is still 422; a small answer is kept and replayed
+    api.post("/api/operations", body.replace("big-", "other-"), headers=headers, status=422)
+    small = {**auth_headers(blog["admin"]), "Content-Type": MEDIA_TYPE, "Idempotency-Key": '"small-1"'}
+    created = api.post("/api/articles", article("small"), headers=small, status=201)
+    assert "Idempotency-Stored" not in created.headers and len(created.body) < 2000
+    assert api.post("/api/articles", article("small"), headers=small, status=201).body == created.body
+    assert articles_titled(db, "small") == 1
+
+
+def test_the_default_limit_on_a_kept_answer_is_one_mebibyte_and_browsers_read_the_headers(api):
+    assert api.app.registry.jsonapi.settings["idempotency_max_stored_bytes"] == 1024 * 1024
+    exposed = {name.strip() for name in cors.EXPOSE_HEADERS.split(",")}
+    assert {"Idempotency-Stored", "Idempotent-Replayed"} <= exposed
+
+
+def statements_of(api, alice, title: str, key: str) -> list[str]:
+    """The statements of one keyed create on ``api``'s own engine."""
+    statements: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        statements.append(statement)
+
+    engine = api.app.registry["db.engine"]
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        api.post("/api/articles", article(title), headers={**alice, "Idempotency-Key": key}, status=201)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    return statements
+
+
+def test_expired_keys_are_purged_by_the_service_at_most_once_per_interval(keyed_blog, db, alice):
+    """``jsonapi.idempotency_purge_interval_seconds``: the first key stored after the interval
+    deletes the expired keys in its transaction (one statement more, once per interval per
+    process); before, none is purged; 0 turns it off (a periodic job's ``purge_expired``)."""
+    api = keyed_blog(**{"jsonapi.idempotency_purge_interval_seconds": "1"})
+    ttl = api.app.registry.jsonapi.settings["idempotency_ttl_seconds"]
+    for n in range(3):
+        api.post("/api/articles", article(f"old {n}"), headers={**alice, "Idempotency-Key": f"old-{n}"}, status=201)
+    db.execute(update(idempotency.table).values(created_at=long_ago(ttl)))
+    db.commit()
+    statements = statements_of(api, alice, "early", "early")
+    assert len(stored_rows(db)) == 4  # not yet: the interval has not passed since the start
+    time.sleep(1.1)
+    purging = statements_of(api, alice, "late", "late")
+    assert sorted(key for key, _body in stored_rows(db)) == ["early", "late"]
+    assert len(purging) == len(statements) + 1 and any(s.lstrip().startswith("DELETE") for s in purging), purging
+    assert len(statements_of(api, alice, "later", "later")) == len(statements)  # once per interval
+    off = keyed_blog(**{"jsonapi.idempotency_purge_interval_seconds": "0"})
+    db.execute(update(idempotency.table).values(created_at=long_ago(ttl)))
+    db.commit()
+    time.sleep(1.1)
+    off.post("/api/articles", article("kept"), headers={**alice, "Idempotency-Key": "kept"}, status=201)
+    assert len(stored_rows(db)) == 4
