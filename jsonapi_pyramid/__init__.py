@@ -20,7 +20,7 @@ from pyramid.request import Request
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
-from .body import json_body, request_body
+from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
 from .errors import (
@@ -268,9 +268,9 @@ def includeme(config: Configurator) -> None:
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
     config.set_root_factory(Root)
     config.add_request_method(_request_id, "request_id", reify=True)
-    # The body, parsed once by one parser (body.py): request.jsonapi_body, and request.json_body from it.
+    # The body, parsed once by one parser (body.py). A name of the library's own: WebOb's
+    # request.json_body is left as WebOb has it.
     config.add_request_method(request_body, "jsonapi_body", reify=True)
-    config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
     config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
     config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)
