@@ -90,6 +90,7 @@ setup(
         "console_scripts": [
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
             "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
+            "jsonapi-pyramid-resources = jsonapi_pyramid.resources_command:main",
         ],
     },
 )
