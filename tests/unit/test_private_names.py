@@ -21,6 +21,8 @@ import waitress.server
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
+from waitress.channel import HTTPChannel
+from waitress.task import WSGITask
 from zope.sqlalchemy import register
 
 from jsonapi_pyramid import tm_join
@@ -158,6 +160,9 @@ def test_waitress_map_holds_the_server_and_its_channels():
         assert server in server._map.values()
         server.asyncore.loop(timeout=0, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1)
         assert server.adj.asyncore_loop_timeout > 0 and callable(server.task_dispatcher.shutdown)
+        assert server.channel_class is HTTPChannel and HTTPChannel.task_class is WSGITask  # server.py replaces them
+        for name in ("build_response_header", "set_close_on_finish"):  # what server.py's task overrides
+            assert callable(getattr(WSGITask, name)), name
     finally:
         server.close()
 
