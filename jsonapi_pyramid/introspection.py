@@ -6,7 +6,8 @@ committed, with the file and line of the call that made it.
 The categories, each item's discriminator in brackets:
 
 * ``jsonapi registry`` [``"jsonapi"``]: the application's ``contract.Registry``
-  (``registry.jsonapi``) as ``registry``, its parsed settings as ``settings``;
+  (``registry.jsonapi``) as ``registry``, its parsed settings as ``settings`` (``cursor_secret``
+  hidden);
 * ``jsonapi resource types`` [the type name]: ``model``, ``definition`` (the resolved
   ``ResourceDefinition``), ``path`` (of the collection, under the API root), every option of
   ``add_jsonapi_resource`` (None when not given) and ``given`` (the names of the options given);
@@ -37,7 +38,9 @@ EXTENSIONS = "jsonapi extensions"
 def registry(config: Any, jsonapi: Any) -> Any:
     """The introspectable of the application's ``contract.Registry``."""
     intr = config.introspectable(REGISTRY, "jsonapi", "the jsonapi_pyramid registry", "jsonapi registry")
-    intr["registry"], intr["settings"] = jsonapi, jsonapi.settings
+    # the settings as parsed, secrets left out (the debug toolbar shows every item)
+    intr["registry"] = jsonapi
+    intr["settings"] = {name: "(hidden)" if "secret" in name else value for name, value in jsonapi.settings.items()}
     return intr
 
 

@@ -68,6 +68,7 @@ def test_write_checks_registry_profiles_and_extension(wsgi_app):
     assert wsgi_app.registry.jsonapi.write_checks == [serialise_set_replaces, if_match_check, prepare_atomic_signups]
     (registry, _related), = category(wsgi_app.registry, introspection.REGISTRY).values()
     assert registry["registry"] is wsgi_app.registry.jsonapi and registry["settings"]["root_name"] == "api"
+    assert registry["settings"]["cursor_secret"] == "(hidden)" != wsgi_app.registry.jsonapi.settings["cursor_secret"]
     assert PROFILE in category(wsgi_app.registry, introspection.PROFILES)
     assert set(category(wsgi_app.registry, introspection.EXTENSIONS)) == {ATOMIC_EXT}
 
