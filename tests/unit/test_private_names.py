@@ -4,7 +4,8 @@ version (DEVELOPMENT.md, "Other packages' private names").
 (a) The library's and the reference service's sources are scanned for private attribute accesses
 (``x._name`` on anything but ``self`` and ``cls``, ``getattr(x, "_name")``) and for imports of
 private modules or names (``from pkg._mod import ...``): each must be in ``ALLOWED``, so a new one
-fails here until it is listed, with its owner. (b) Each name of another package in ``ALLOWED`` is
+fails here until it is listed, with its owner; so must every name imported from the undocumented
+modules of ``INTERNAL``. (b) Each name of another package in ``ALLOWED`` and ``INTERNAL`` is
 exercised against the installed version: it exists and behaves as the code assumes. setup.py
 bounds those packages' versions; ``make test-newest`` runs the tests on the newest releases within
 the bounds.
@@ -15,14 +16,20 @@ import ast
 import collections
 import pathlib
 import sqlite3
+from urllib.parse import quote
 
 import pytest
 import waitress.server
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, select, text
+from sqlalchemy.engine import Row
+from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import sessionmaker
+from sqlalchemy.sql.util import ClauseAdapter
 from waitress.channel import HTTPChannel
 from waitress.task import WSGITask
+from webob import Request
+from webob.request import PATH_SAFE
 from zope.sqlalchemy import register
 
 from jsonapi_pyramid import tm_join
@@ -48,6 +55,16 @@ ALLOWED = {
     ("jsonapi_pyramid/openapi/stats.py", "_list_param"): ("own", 3),
     ("jsonapi_pyramid/pagination.py", "_key"): ("own", 1),  # the cursor codec of the same module
     ("jsonapi_pyramid/pagination.py", "_prefix"): ("own", 1),
+}
+
+#: Names without an underscore that another package's documentation does not list either (its
+#: internals): (module, name) -> the files importing it. Checked below like the private ones.
+INTERNAL = {
+    ("sqlalchemy.engine.result", "result_tuple"): {"jsonapi_pyramid/connection.py", "jsonapi_pyramid/records.py",
+                                                   "jsonapi_pyramid/tag_linkage.py"},
+    ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/filtering.py", "jsonapi_pyramid/sorting.py",
+                                               "jsonapi_pyramid/stats.py"},
+    ("webob.request", "PATH_SAFE"): {"jsonapi_pyramid/urls.py"},
 }
 
 
@@ -82,6 +99,18 @@ def used_private_names() -> dict[tuple[str, str], int]:
 def test_every_private_name_used_is_listed():
     assert used_private_names() == {key: uses for key, (_owner, uses) in ALLOWED.items()}, \
         "a private name of another package: use its public API, or list it in ALLOWED and check it below"
+
+
+def test_every_internal_name_imported_from_those_modules_is_listed():
+    modules = {module for module, _name in INTERNAL}
+    found: dict[tuple[str, str], set[str]] = {}
+    for folder in SCANNED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module in modules:
+                    for alias in node.names:
+                        found.setdefault((node.module, alias.name), set()).add(str(path.relative_to(ROOT)))
+    assert found == INTERNAL
 
 
 def test_the_scan_finds_each_form():
@@ -180,3 +209,29 @@ def test_zope_sqlalchemy_register_listens_to_the_events_tm_join_takes_over(tmp_p
     assert registered == {name for name, _listener in tm_join.LISTENERS}
     session.close()
     engine.dispose()
+
+
+def test_sqlalchemy_result_tuple_makes_rows_of_the_keys_given():
+    """connection.py, records.py, tag_linkage.py: ``result_tuple(keys)`` makes ``Row`` objects
+    (attribute and index access, ``_fields``, ``_mapping``) of plain tuples."""
+    make = result_tuple(["title", "user_id"])
+    row = make(("Hello", 7))
+    assert isinstance(row, Row) and row.title == "Hello" and row[1] == 7 and tuple(row) == ("Hello", 7)
+    assert row._fields == ("title", "user_id") and row._mapping["user_id"] == 7
+
+
+def test_sqlalchemy_clause_adapter_moves_a_criterion_onto_an_alias():
+    """filtering.py, sorting.py, stats.py: a visibility criterion written on a table, adapted to
+    the alias a join or a subquery reads it through."""
+    table = Table("articles", MetaData(), Column("id", Integer), Column("status", Integer))
+    alias = table.alias("seen")
+    adapted = ClauseAdapter(alias).traverse(table.c.status == 1)
+    assert str(adapted.compile()) == "seen.status = :status_1"
+
+
+def test_webob_path_safe_is_what_webob_leaves_unquoted_in_path_url():
+    """urls.py quotes a path with WebOb's ``PATH_SAFE``, so its URLs are ``request.path_url``'s."""
+    path = "/api/a b;c=d@e:f~g(h)/i'j!k$l*m+n,o"
+    request = Request.blank("/")
+    request.path_info = path
+    assert request.path_url == request.application_url + quote(path, PATH_SAFE)
