@@ -6,7 +6,7 @@ INI ?= development.ini
 PORT ?= 6543
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite test-quick install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
+.PHONY: serve test test-sqlite test-quick test-newest install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -47,6 +47,17 @@ test-serializable: $(STAMP)
 test-sqlite: $(STAMP) browser
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest $(PYTEST_ARGS)
 
+# The unit and functional tests on the newest releases setup.py's bounds allow (SQLAlchemy,
+# zope.sqlalchemy, waitress: the packages whose private names or internals the code uses, listed in
+# tests/unit/test_private_names.py), in a virtual environment of its own; by hand, before raising a bound.
+NEWEST := .venv-newest
+test-newest:
+	$(PYTHON) -m venv $(NEWEST)
+	$(NEWEST)/bin/pip install --quiet --upgrade pip 'setuptools<81' wheel
+	$(NEWEST)/bin/pip install --progress-bar off --upgrade --upgrade-strategy eager -e '.[testing,postgresql]' -e './examples[dev]'
+	$(NEWEST)/bin/pip list
+	$(NEWEST)/bin/pytest tests/unit tests/functional -x -q $(PYTEST_ARGS)
+
 # The quick loop: SQLite only, no browser (nothing installed with apt-get), no packaging tests.
 test-quick: $(STAMP)
 	JSONAPI_TEST_BACKENDS=sqlite $(BIN)/pytest -m "not packaging" --ignore=tests/browser $(PYTEST_ARGS)
@@ -57,7 +68,7 @@ fuzz: $(STAMP)
 	JSONAPI_FUZZ=1 $(BIN)/pytest -q -s tests/functional/test_openapi.py -k schemathesis $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) var/*.sqlite *.egg-info build dist
+	rm -rf $(VENV) $(NEWEST) var/*.sqlite *.egg-info build dist
 
 # Benchmarks, by hand only (never part of `make test`; ~13 min, one run): seeds bench/out/, serves
 # the reference service, the lean ceiling (bench/ceiling.py) and the floor (bench/floor.py) on

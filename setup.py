@@ -25,9 +25,12 @@ PROJECT_URLS = {
 requires = [
     # Pyramid 2.1 imports pkg_resources at run time and itself requires the setuptools that ships it.
     "pyramid>=2.1,<3",
-    # <2.2: connection.py's driver path uses four private names of 2.0/2.1 (DEVELOPMENT.md).
+    # <2.2: connection.py's driver path and schema.py's statement cache use private names of 2.0/2.1
+    # (DEVELOPMENT.md, "Other packages' private names"; tests/unit/test_private_names.py).
     "SQLAlchemy>=2.0,<2.2",
-    "zope.sqlalchemy>=3",
+    # <5: tm_join.py registers, once per session factory, the seven events register() listens to
+    # per session, and hands them to ZopeTransactionEvents (tests/unit/test_private_names.py).
+    "zope.sqlalchemy>=3,<5",
     "pyramid_tm>=2.5",
     "pyramid_retry>=2.1",
     "transaction>=4",
@@ -89,6 +92,7 @@ setup(
             "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
             "jsonapi-pyramid-schema = jsonapi_pyramid.schemacli:main",
             "jsonapi-pyramid-client = jsonapi_pyramid.clientcli:main",
+            "jsonapi-pyramid-resources = jsonapi_pyramid.resources_command:main",
         ],
     },
 )

@@ -20,7 +20,8 @@ from pyramid.request import Request
 from pyramid.settings import asbool
 from pyramid.tweens import EXCVIEW
 
-from .body import json_body, request_body
+from . import introspection
+from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
 from .errors import (
@@ -34,10 +35,13 @@ from .errors import (
     error_object,
 )
 from .loading import count_of
+from .negotiation import ATOMIC_EXT
+from .pagination import PROFILE as CURSOR_PROFILE
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
 from .security import Permission
+from .stats import PROFILE as STATS_PROFILE
 from .transformer import Transformer
 from .traversal import Root
 from .writes import add_write_check
@@ -198,14 +202,16 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[Res
             f"{name!r}" + (f" (did you mean {meant[0]!r}?)" if meant else "")
             + f"; the options are {', '.join(sorted(ResourceOptions.__annotations__))}")
     definition = ResourceDefinition(model, **options)
-    registry = get_registry(config.registry)
+    registry = config.jsonapi_registry()
+    intr = introspection.resource_type(config, definition, options, ResourceOptions.__annotations__)
 
     def register() -> None:
         registry.add(definition)
+        intr["path"] = f"/{registry.settings['root_name']}/{definition.type}"
 
     # Every action registered here carries this call's file and line (Pyramid's ActionInfo), which
     # a ConfigurationExecutionError names: the resolving passes of this type are actions of its own.
-    config.action(("jsonapi-resource", definition.type), register)
+    config.action(("jsonapi-resource", definition.type), register, introspectables=(intr,))
     for index, step in enumerate(registry.resolve_passes(definition)):
         config.action(None, step, order=ActionOrder.RESOLVE + index)
     config.action(None, lambda: _check_enforced(config.registry, definition), order=ActionOrder.RESOLVE + index + 1)
@@ -273,16 +279,31 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
+def _introspect_uris(config: Configurator) -> None:
+    """The profiles and the extension the library applies, as introspectables (each registered by an
+    action without a callable: nothing else to do)."""
+    for category, uri, description in (
+            (introspection.PROFILES, CURSOR_PROFILE, "cursor pagination: page[after], page[before] (pagination.py)"),
+            (introspection.PROFILES, STATS_PROFILE, "statistics: stats[...], group (stats.py)"),
+            (introspection.EXTENSIONS, ATOMIC_EXT, "atomic operations: POST /<root>/operations (atomic.py)")):
+        config.action((category, uri), introspectables=(introspection.uri(config, category, uri, description),))
+
+
 def includeme(config: Configurator) -> None:
     """Turn the library on: the root factory, the views, error rendering and negotiation."""
     registry = Registry(parse_settings(config.get_settings()))
-    config.registry.jsonapi = registry
+    # The registry is registry.jsonapi once the configuration commits (an action, before any other);
+    # until then the library's directives reach it through config.jsonapi_registry().
+    config.add_directive("jsonapi_registry", lambda config: registry, action_wrap=False)
+    config.action(("jsonapi", "registry"), lambda: setattr(config.registry, "jsonapi", registry),
+                  order=ActionOrder.REGISTRY, introspectables=(introspection.registry(config, registry),))
+    _introspect_uris(config)
     config.add_directive("add_jsonapi_resource", add_jsonapi_resource)
     config.set_root_factory(Root)
     config.add_request_method(_request_id, "request_id", reify=True)
-    # The body, parsed once by one parser (body.py): request.jsonapi_body, and request.json_body from it.
+    # The body, parsed once by one parser (body.py). A name of the library's own: WebOb's
+    # request.json_body is left as WebOb has it.
     config.add_request_method(request_body, "jsonapi_body", reify=True)
-    config.add_request_method(json_body, "json_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
     config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
     config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)

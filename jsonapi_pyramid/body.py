@@ -3,7 +3,6 @@
 ``request.jsonapi_body`` (reified) is the ``Body`` of the request: the JSON document, or why it is
 not one. Everything that reads a body goes through it:
 
-* ``json_body`` is ``request.json_body``: the document, or ``ValueError`` when it is not JSON;
 * ``document`` / ``request_data``: the document as an object / its ``data`` member, 400 otherwise
   (write views, custom operations, the atomic operations endpoint);
 * ``sent_data``: the ``data`` member or None, never raising (ACLs run before validation).
@@ -21,7 +20,7 @@ from pyramid.request import Request
 
 from .errors import BadRequest
 
-__all__ = ["Body", "document", "json_body", "parse", "request_body", "request_data", "sent_data"]
+__all__ = ["Body", "document", "parse", "request_body", "request_data", "sent_data"]
 
 _MISSING = object()
 
@@ -54,14 +53,6 @@ def request_body(request: Request) -> Body:
 def _body(request: Request) -> Body:
     cached: Any = getattr(request, "jsonapi_body", _MISSING)
     return request_body(request) if cached is _MISSING else cached
-
-
-def json_body(request: Request) -> Any:
-    """``request.json_body``: the JSON value of the body; ``ValueError`` when it is not JSON."""
-    body = _body(request)
-    if body.error is not None:
-        raise ValueError(body.error)
-    return body.document
 
 
 def document(request: Request) -> dict[Any, Any]:

@@ -17,8 +17,10 @@
   write answer that leaves the resource in place carries it in ``X-Resource-ETag`` (``tag_owner``):
   the ``If-Match`` of the next write to the resource or any of its relationships. Answers whose
   data is the resource (``PATCH`` 200, ``POST`` 201) carry it as their ``ETag`` too
-  (``tag_answer``); the linkage answers of to-many relationship writes carry the ``ETag`` of their
-  own bytes instead (``tag_body``), the one ``GET`` of the same URL gives right after.
+  (``tag_answer``): when such an answer is the document a plain ``GET`` gives, both are the digest
+  of the bytes the renderer makes of it (``renderer.RENDERED``), as ``GET``'s is of its bytes. The
+  linkage answers of to-many relationship writes carry the ``ETag`` of their own bytes instead
+  (``tag_body``), the one ``GET`` of the same URL gives right after.
 * ``jsonapi.etags = false`` turns all of this off (no tween, no tag on write answers); ``If-Match``
   is still honoured by ``preconditions``.
 """
@@ -34,7 +36,7 @@ from pyramid.response import Response
 from .document import DocumentBuilder
 from .loading import Loaded
 from .query import QueryPlan
-from .renderer import dumps
+from .renderer import RENDERED, dumps
 from .stored import load_stored
 from .tag_linkage import read_linkage
 
@@ -55,8 +57,6 @@ __all__ = [
 
 #: The header naming the resource's own ``ETag`` on write answers (``tag_owner``).
 RESOURCE_ETAG = "X-Resource-ETag"
-#: Where a view asks the tween for the ``ETag`` of its answer's bytes (``tag_body``).
-_TAG_BODY = "jsonapi.etag_of_body"
 #: The linkage part of the ``ETag`` of a plain ``GET`` of an item, for the tween (``tag_item``).
 _LINKAGE = "jsonapi.etag_linkage"
 
@@ -142,42 +142,55 @@ def etags_enabled(request: Request) -> bool:
     return bool(request.registry.jsonapi.settings["etags"])
 
 
-def tag_owner(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None,
-              linkage: bytes | None = None) -> str | None:
+def tag_owner(request: Request, definition: Any, entity: Any, stored: Any = None, linkage: bytes | None = None) -> str | None:
     """Give the answer to a write on ``entity`` (or one of its relationships) the resource's new
     tag in ``X-Resource-ETag``, unless ``jsonapi.etags`` is off; returns it. Flushes first; the
-    tag is that of the row read back (``load_stored``), as the next GET reads it. ``document``:
-    the answer's own document, built from the row read back (``stored``, when the caller has it);
-    without query parameters, and with ``links.self`` the resource's own URL, it is the one a
-    plain GET would answer (the same builder), so its bytes give the tag and it is not built a
-    second time. ``linkage``: the linkage part of the tag, when read with ``stored``
+    tag is that of the row read back (``load_stored``, or ``stored`` when the caller has it), as
+    the next GET reads it. ``linkage``: the linkage part of the tag, when read with ``stored``
     (``stored.load_stored_tagged``)."""
     if not etags_enabled(request):
         return None
     request.dbsession.flush()
-    if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
-        if linkage is None:
-            linkage = read_linkage(request, definition, definition.id_key.value(entity))
-        tag = etag_of(dumps(document), linkage)
-    else:
-        tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity),
-                            linkage if stored is not None else None)
+    tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity),
+                        linkage if stored is not None else None)
     request.response.headers[RESOURCE_ETAG] = tag
     return tag
 
 
 def tag_answer(request: Request, definition: Any, entity: Any, document: Any = None, stored: Any = None,
                linkage: bytes | None = None) -> None:
-    """An answer whose data is ``entity`` (``document``, ``stored``, ``linkage``: see ``tag_owner``):
-    its new tag in ``ETag`` and ``X-Resource-ETag``."""
-    tag = tag_owner(request, definition, entity, document, stored, linkage)
+    """An answer whose data is ``entity``: its new tag in ``ETag`` and ``X-Resource-ETag``.
+    ``document``: the answer's own document, built from the row read back (``stored``, when the
+    caller has it). Without query parameters, and with ``links.self`` the resource's own URL, it is
+    the document a plain GET answers (the same builder): both headers are then the digest of the
+    bytes the renderer makes of it and of the linkage of its relationships (``linkage``, when read
+    with ``stored``; else read now), as the tween tags that GET. Otherwise the tag is ``tag_owner``'s."""
+    if not etags_enabled(request):
+        return
+    if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
+        request.dbsession.flush()
+        if linkage is None:
+            linkage = read_linkage(request, definition, definition.id_key.value(entity))
+        request.environ[RENDERED] = lambda request, body: _tag_resource(request, etag_of(body, linkage))
+        return
+    tag = tag_owner(request, definition, entity, stored, linkage)
     if tag is not None:
         request.response.headers["ETag"] = tag
 
 
+def _tag_resource(request: Request, tag: str) -> None:
+    headers = request.response.headers
+    headers["ETag"] = headers[RESOURCE_ETAG] = tag
+
+
 def tag_body(request: Request) -> None:
-    """Ask the tween to give this (write) answer the ``ETag`` of its own bytes, as for a ``GET``."""
-    request.environ[_TAG_BODY] = True
+    """Give this (write) answer the ``ETag`` of its own bytes, as the tween gives a ``GET``'s."""
+    if etags_enabled(request):
+        request.environ[RENDERED] = _tag_own_bytes
+
+
+def _tag_own_bytes(request: Request, body: bytes) -> None:
+    request.response.headers["ETag"] = etag_of(body)
 
 
 def _small_file(response: Any) -> bool:
@@ -196,9 +209,7 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
     def etag_tween(request: Request) -> Any:
         response = handler(request)
         if request.method not in ("GET", "HEAD"):
-            if response.status_int == 200 and request.environ.get(_TAG_BODY) and response.body:
-                response.headers["ETag"] = etag_of(response.body)
-            return response
+            return response  # a write answer's tags are made with its bytes (``tag_answer``, ``tag_body``)
         if response.status_int != 200:
             return response
         if not isinstance(response.app_iter, list) and not _small_file(response):

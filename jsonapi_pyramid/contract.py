@@ -39,11 +39,15 @@ __all__ = ["ActionOrder", "BoundedCache", "Registry", "ResourceDefinition", "att
 
 class ActionOrder(enum.IntEnum):
     """The order of the library's configuration actions (Pyramid runs actions by ascending
-    order when the configuration commits; 0 is the default): every ``add_jsonapi_resource``
-    registers its type, then custom operations are recorded on their types, then every
+    order when the configuration commits; 0 is the default): the application's ``Registry``
+    becomes ``registry.jsonapi`` before anything else; every ``add_jsonapi_resource`` (and
+    ``add_jsonapi_write_check``) registers its type (its check), then custom operations are
+    recorded on their types, then every
     declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
     is built from the result; last of all, ``jsonapi.gc_freeze`` freezes the heap."""
 
+    #: ``registry.jsonapi`` (before Pyramid's own phases: any later action may read it)
+    REGISTRY = -40
     REGISTER = 0
     OPERATIONS = 5
     #: the first of the resolving passes: pass ``i`` of every type runs at ``RESOLVE + i``
@@ -305,6 +309,12 @@ class Registry:
         #: query string -> its checked parameters; (query string, Accept, definition, collection)
         #: -> its plan and the restricted-path checks to run again per caller (``query.parse_query``)
         self.plans = BoundedCache(512)
+        #: ``check(request, write)`` before every write operation, in the order registered
+        #: (``writes.add_write_check``, an action each)
+        self.write_checks: list[Callable[..., Any]] = []
+        #: (model, on, name) of each operation name whose other methods have their 405 view: made
+        #: while the configuration is built, as the views are (``operations.add_jsonapi_operation``)
+        self.operation_fallbacks: set[tuple[Any, str, str]] = set()
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:

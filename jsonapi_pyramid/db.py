@@ -349,7 +349,9 @@ def pshell_setup(env: dict[str, Any]) -> Iterator[None]:
 
 def includeme(config: Configurator) -> None:
     settings = config.get_settings()
-    settings["tm.manager_hook"] = "pyramid_tm.explicit_manager"
+    # pyramid_tm's settings are the application's: only defaults here. pyramid_tm's own includeme
+    # resolves the manager hook (a dotted name or a callable) in a configuration action.
+    settings.setdefault("tm.manager_hook", "pyramid_tm.explicit_manager")  # a manager per request
     # pyramid_tm would look the caller up (a database query) above the exception views, where a
     # database error could not be rendered as a JSON:API 503; the views look it up when they need it.
     settings.setdefault("tm.annotate_user", "false")

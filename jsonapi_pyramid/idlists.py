@@ -81,5 +81,5 @@ def bind_ids(column: Any, values: Any, dialect: Dialect) -> Any:
     """The value of the parameter of ``ids_in(column, name, dialect)`` for the ids ``values``."""
     if _form(column, dialect) != "json":
         return list(values)
-    process = column.type._cached_bind_processor(dialect)
+    process = column.type.dialect_impl(dialect).bind_processor(dialect)  # what SQLAlchemy applies to one value
     return orjson.dumps(list(values) if process is None else [process(value) for value in values]).decode()

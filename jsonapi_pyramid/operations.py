@@ -45,6 +45,7 @@ from pyramid.response import Response
 from pyramid.security import NO_PERMISSION_REQUIRED
 from sqlalchemy import inspect
 
+from . import introspection
 from .body import request_data
 from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
@@ -156,12 +157,14 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
     request_method = request_method.upper()
     operation = Operation(model, name, view, on, request_method, str(permission), validate, description,
                           bool(conditional))
-    registry = get_registry(config.registry)
+    registry = config.jsonapi_registry()
     context = Item if on == "item" else Collection
     if on == "collection" and not name:  # on the type's own node class: not tried on other types' collections
         context = registry.collection_nodes.setdefault(model, type(f"{model.__name__}Collection", (Collection,), {}))
     config.add_view(operation, context=context, name=name, request_method=request_method,
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
+
+    intr = introspection.operation(config, operation)
 
     def record() -> None:
         definition = registry.definition_for_model(model)
@@ -170,21 +173,18 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
         definition.operations[(on, name, request_method)] = operation
         if context is not Collection and context is not Item:
             registry.collection_nodes.setdefault(definition.model, context)  # the operation named a base class
+        intr["type"] = definition.type
+        intr.relate(introspection.RESOURCE_TYPES, definition.type)
 
-    config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS)
-    if name and (model, on, name) not in _fallbacks(config):
+    config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS,
+                  introspectables=(intr,))
+    if name and (model, on, name) not in registry.operation_fallbacks:
         # Other methods on the operation's URL: 405 listing the ones registered (read at request time).
-        _fallbacks(config).add((model, on, name))
+        # Made now, as the views are: a second view for the same URL would conflict.
+        registry.operation_fallbacks.add((model, on, name))
         config.add_view(_method_not_allowed(on, name), context=context, name=name,
                         permission=NO_PERMISSION_REQUIRED, jsonapi_model=model)
     return operation
-
-
-def _fallbacks(config: Configurator) -> set[Any]:
-    registry = config.registry
-    if not hasattr(registry, "jsonapi_operation_fallbacks"):
-        registry.jsonapi_operation_fallbacks = set()
-    return cast("set[Any]", registry.jsonapi_operation_fallbacks)
 
 
 def operation_methods(definition: Any, on: str, name: str) -> list[str]:

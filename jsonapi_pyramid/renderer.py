@@ -19,9 +19,12 @@ from pyramid.response import Response
 
 from .durations import duration_text
 
-__all__ = ["MEDIA_TYPE", "JsonApiRenderer", "dumps", "json_response"]
+__all__ = ["MEDIA_TYPE", "RENDERED", "JsonApiRenderer", "dumps", "json_response"]
 
 MEDIA_TYPE = "application/vnd.api+json"
+#: ``request.environ`` key of a callable ``(request, body)`` the renderer calls with the bytes it
+#: made of the view's document (once): a write answer's entity tags (``conditional.tag_answer``).
+RENDERED = "jsonapi.rendered"
 _OPTIONS = orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
 
 
@@ -53,12 +56,17 @@ class JsonApiRenderer:
         self.info = info
 
     def __call__(self, value: Any, system: Any) -> bytes:
-        response = system["request"].response
+        request = system["request"]
+        response = request.response
         if value is None:
             del response.content_type
             return b""
         response.headers["Content-Type"] = _content_type(value)
-        return dumps(value)
+        body = dumps(value)
+        rendered = request.environ.pop(RENDERED, None)
+        if rendered is not None:
+            rendered(request, body)
+        return body
 
 
 def json_response(document: Any, status: int = 200, headers: Any = None, content_type: str = MEDIA_TYPE) -> Response:

@@ -36,7 +36,9 @@ from pyramid.config import Configurator
 from pyramid.request import Request
 from sqlalchemy.exc import CircularDependencyError
 
+from . import introspection
 from .changes import add_members, apply_changes, remove_members, set_relationship
+from .contract import get_registry
 from .errors import ValidationFailed
 from .validation import validate_linkage, validate_resource
 
@@ -56,7 +58,6 @@ __all__ = [
 #: The kinds of write, as ``Write.kind`` names them.
 KINDS = ("create", "update", "remove", "replace_to_one", "add_to_many", "replace_to_many", "remove_from_many")
 
-_CHECKS = "jsonapi.write_checks"  # key of the checks' list in the Pyramid registry (a dict)
 
 
 @dataclass
@@ -77,14 +78,19 @@ class Write:
 
 def add_write_check(config: Configurator, check: Callable[..., Any]) -> None:
     """``config.add_jsonapi_write_check(check)``: run ``check(request, write)`` before every write
-    operation (single requests and atomic operations alike)."""
-    config.registry.setdefault(_CHECKS, []).append(check)
+    operation (single requests and atomic operations alike), in the order registered, once the
+    configuration commits. The same check registered twice is a configuration conflict."""
+
+    def register() -> None:
+        get_registry(config.registry).write_checks.append(check)
+
+    config.action(("jsonapi-write-check", check), register, introspectables=(introspection.write_check(config, check),))
 
 
 def _begin(write: Write, kind: str) -> None:
     write.kind = kind
     request = write.request
-    for check in request.registry.get(_CHECKS, ()):
+    for check in get_registry(request).write_checks:
         check(request, write)
 
 

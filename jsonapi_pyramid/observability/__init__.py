@@ -204,7 +204,7 @@ def _observability(settings: Any, pyramid_registry: Any) -> Observability | None
 
 def includeme(config: Configurator) -> None:
     """``/metrics`` and the tween, when ``jsonapi.metrics`` or tracing is on; else nothing."""
-    observability = _observability(config.registry.jsonapi.settings, config.registry)
+    observability = _observability(config.jsonapi_registry().settings, config.registry)
     if observability is None:
         return
     config.registry[_STATE] = observability

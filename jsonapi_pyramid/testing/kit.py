@@ -5,9 +5,10 @@ import itertools
 from typing import Any, cast
 from urllib.parse import quote
 
-from webob.request import PATH_SAFE
-
 __all__ = ["Kit"]
+
+#: what an id keeps unquoted in a URL, as the server spells it in its links (``IdKey.in_url``)
+_SEGMENT_SAFE = ":@!$&'()*+,;="
 
 
 class Kit:
@@ -21,8 +22,8 @@ class Kit:
         self._counter = itertools.count(1)
 
     def url(self, type_name: str, resource_id: str | None = None, *rest: str) -> str:
-        # an id as an URL path segment (a composite id's escapes hold "%"; other ids are left as they are)
-        parts = [self.root, type_name, *([quote(resource_id, PATH_SAFE)] if resource_id is not None else []), *rest]
+        # an id as an URL path segment, as the server's links spell it
+        parts = [self.root, type_name, *([quote(resource_id, _SEGMENT_SAFE)] if resource_id is not None else []), *rest]
         return "/".join(parts)
 
     def payload(self, type_name: str) -> dict[Any, Any]:

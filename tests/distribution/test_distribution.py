@@ -104,6 +104,7 @@ def test_the_wheel_holds_the_library_alone(dist):
     assert "jsonapi_blog" not in entry_points
     assert "jsonapi-pyramid-openapi" in entry_points and "jsonapi-pyramid-new" in entry_points
     assert "jsonapi-pyramid-schema = jsonapi_pyramid.schemacli:main" in entry_points
+    assert "jsonapi-pyramid-resources = jsonapi_pyramid.resources_command:main" in entry_points
 
 
 def test_the_sdist_holds_the_library_its_licence_docs_and_tests(dist):

@@ -114,6 +114,23 @@ def test_a_retried_delete_and_patch_answer_as_the_first_time(api, db, alice):
     api.delete(url, headers=alice, status=404)  # without the key: it is gone
 
 
+def test_a_replayed_write_answer_carries_its_entity_tags(api, db, alice, blog):
+    """The tags are made with the answer's bytes, inside the transaction that keeps the answer for
+    a replay: the linkage answer of a to-many write too (its ETag was the tween's, above it)."""
+    created = api.post("/api/articles", article("tagged"), headers=alice, status=201).json["data"]
+    url = f"/api/articles/{created['id']}"
+    patch = json.dumps({"data": {"type": "articles", "id": created["id"], "attributes": {"title": "tagged 2"}}})
+    tags = json.dumps({"data": [{"type": "tags", "id": str(blog["tags"]["python"].id)}]})
+    for method, target, body in (("patch", url, patch), ("post", f"{url}/relationships/tags", tags)):
+        keyed = {**alice, "Idempotency-Key": f'"{method}-tags"'}
+        first = getattr(api, method)(target, body, headers=keyed, status=200)
+        again = getattr(api, method)(target, body, headers=keyed, status=200)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["ETag"] == first.headers["ETag"] == api.get(target, headers=alice).headers["ETag"], method
+        assert again.headers["X-Resource-ETag"] == first.headers["X-Resource-ETag"] == \
+            api.get(url, headers=alice).headers["ETag"], method
+
+
 def test_a_retried_atomic_request_is_applied_once(api, db, blog, auth_headers):
     headers = {**auth_headers(blog["admin"]), "Content-Type": ATOMIC, "Accept": ATOMIC,
                "Idempotency-Key": '"atomic-1"'}

@@ -33,12 +33,14 @@ def checks(wsgi_app):
     added = []
 
     def add(check):
-        Configurator(registry=wsgi_app.registry).add_jsonapi_write_check(check)
+        config = Configurator(registry=wsgi_app.registry)
+        config.add_jsonapi_write_check(check)
+        config.commit()  # the check is registered by an action
         added.append(check)
 
     yield add
     for check in added:
-        wsgi_app.registry["jsonapi.write_checks"].remove(check)
+        wsgi_app.registry.jsonapi.write_checks.remove(check)
 
 
 def test_every_write_kind_runs_the_checks_first(api, blog, auth_headers, make_articles, checks):
