@@ -78,7 +78,7 @@ setup(
     ],
     packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),
     # py.typed; the project generator's template; the conformance kit's JSON:API schema.
-    package_data={"jsonapi_pyramid": ["py.typed", "scaffold/project/**/*", "testing/*.json"]},
+    package_data={"jsonapi_pyramid": ["py.typed", "scaffold/project/**/*", "testing/*.json", "tsclient/*.ts"]},
     zip_safe=False,
     python_requires=">=3.11",
     install_requires=requires,
@@ -88,6 +88,7 @@ setup(
             "jsonapi-pyramid-openapi = jsonapi_pyramid.openapi:main",
             "jsonapi-pyramid-new = jsonapi_pyramid.scaffold:main",
             "jsonapi-pyramid-schema = jsonapi_pyramid.schemacli:main",
+            "jsonapi-pyramid-client = jsonapi_pyramid.clientcli:main",
         ],
     },
 )
