@@ -123,9 +123,9 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
               f"relationships?: {links} }}",
               f"export interface {name}Update {{ attributes?: {{ {update} }}; relationships?: {links} }}",
               f"export type {name}Api = ResourceApi<{_string(type_name)}, {name}Resource, AnyResource, {name}Query, "
-              f"{name}GetQuery, {name}Create, {name}Update> & {{ relationships: {{",
+              f"{name}GetQuery, {name}Create, {name}Update, {{",
               *(f"  {_string(key)}: {_relationship_api(value)};" for key, value in relationships.items()),
-              "} };", ""]
+              "}>;", ""]
     return lines
 
 
@@ -180,7 +180,6 @@ def _client(types: dict[str, Any]) -> list[str]:
         relationships = ", ".join(
             f"{_string(key)}: new {_relationship_api(value)}(http, {_string(name)}, {_string(key)})"
             for key, value in facts["relationships"].items())
-        lines.append(f"    this[{_string(name)}] = Object.assign(new ResourceApi(http, {_string(name)}), "
-                     f"{{ relationships: {{ {relationships} }} }}) as {_name(name)}Api;")
+        lines.append(f"    this[{_string(name)}] = new ResourceApi(http, {_string(name)}, {{ {relationships} }});")
     lines += ["  }", "}"]
     return lines

@@ -25,6 +25,9 @@ export class JsonApiError extends Error {
     this.name = "JsonApiError";
     this.status = status;
     this.errors = errors;
+    // instanceof JsonApiError holds in an ES5 build too (there, Error's constructor drops the subclass)
+    const setPrototypeOf = (Object as { setPrototypeOf?: (object: object, prototype: object) => void }).setPrototypeOf;
+    if (setPrototypeOf !== undefined) setPrototypeOf(this, JsonApiError.prototype);
   }
 }
 
@@ -62,22 +65,32 @@ const MEDIA_TYPE = "application/vnd.api+json";
 
 type Query = { [key: string]: unknown };
 
-function queryString(query: Query | undefined): string {
+// Typed by TypeScript's default library too (tsc --strict --noEmit client.ts, no options): no
+// Object.entries, Object.assign or async functions below, only what ES5's library declares.
+function entries(object: unknown): [string, unknown][] {
+  const found: [string, unknown][] = [];
+  if (object !== null && typeof object === "object") {
+    for (const key of Object.keys(object)) found.push([key, (object as Query)[key]]);
+  }
+  return found;
+}
+
+function queryString(query: unknown): string {
   const parts: string[] = [];
   const add = (key: string, value: unknown): void => {
     parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(Array.isArray(value) ? value.join(",") : String(value))}`);
   };
-  for (const [name, value] of Object.entries(query ?? {})) {
+  for (const [name, value] of entries(query)) {
     if (value === undefined) continue;
     if (name === "include" || name === "sort") {
       add(name, value);
     } else if (name === "fields" || name === "page") {
-      for (const [key, inner] of Object.entries(value as Query)) if (inner !== undefined) add(`${name}[${key}]`, inner);
+      for (const [key, inner] of entries(value)) if (inner !== undefined) add(`${name}[${key}]`, inner);
     } else if (name === "filter") {
-      for (const [path, filter] of Object.entries(value as Query)) {
+      for (const [path, filter] of entries(value)) {
         if (filter === undefined) continue;
         if (filter !== null && typeof filter === "object" && !Array.isArray(filter)) {
-          for (const [operator, operand] of Object.entries(filter as Query)) {
+          for (const [operator, operand] of entries(filter)) {
             if (operand !== undefined) add(`filter[${path}][${operator}]`, operand);
           }
         } else {
@@ -91,7 +104,8 @@ function queryString(query: Query | undefined): string {
 
 interface Answer { status: number; document: any; etag: string | null }
 
-class Http {
+/** The HTTP calls every endpoint makes: JSON:API media type, bearer token, errors thrown. */
+export class Http {
   private readonly base: string;
   private readonly token: string | undefined;
   private readonly fetcher: typeof fetch;
@@ -99,25 +113,29 @@ class Http {
   constructor(options: ClientOptions, root: string) {
     this.base = options.baseUrl.replace(/\/+$/, "") + (options.root ?? root);
     this.token = options.token;
-    this.fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.fetcher = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
-  async send(method: string, path: string, query?: Query, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const sent: Record<string, string> = { Accept: MEDIA_TYPE, ...headers };
+  send(method: string, path: string, query?: unknown, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+    const sent: Record<string, string> = { Accept: MEDIA_TYPE };
+    for (const [name, value] of entries(headers)) sent[name] = String(value);
     if (body !== undefined) sent["Content-Type"] = MEDIA_TYPE;
     if (this.token !== undefined) sent["Authorization"] = `Bearer ${this.token}`;
-    const response = await this.fetcher(this.base + path + queryString(query), {
-      method, headers: sent, body: body === undefined ? undefined : JSON.stringify(body),
+    const init: RequestInit = { method, headers: sent };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    return this.fetcher(this.base + path + queryString(query), init).then((response) => {
+      const etag = response.headers.get("X-Resource-ETag") ?? response.headers.get("ETag");
+      return response.text().then((text): Answer => {  // "" for 204 and 304
+        const document = text ? JSON.parse(text) : null;
+        if (response.status === 304) return { status: 304, document: null, etag };
+        if (!response.ok) {
+          const errors: ErrorObject[] = Array.isArray(document?.errors) ? document.errors
+            : [{ status: String(response.status), title: response.statusText }];
+          throw new JsonApiError(response.status, errors);
+        }
+        return { status: response.status, document, etag };
+      });
     });
-    const etag = response.headers.get("X-Resource-ETag") ?? response.headers.get("ETag");
-    const text = response.status === 204 || response.status === 304 ? "" : await response.text();
-    const document = text ? JSON.parse(text) : null;
-    if (response.status === 304) return { status: 304, document: null, etag };
-    if (!response.ok) {
-      const errors: ErrorObject[] = Array.isArray(document?.errors) ? document.errors : [{ status: String(response.status), title: response.statusText }];
-      throw new JsonApiError(response.status, errors);
-    }
-    return { status: response.status, document, etag };
   }
 }
 
@@ -129,44 +147,53 @@ function withTag<D>(answer: Answer): D {
   return { ...answer.document, etag: answer.etag } as D;
 }
 
-function linkage(relationships: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  if (relationships === undefined) return undefined;
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, data] of Object.entries(relationships)) if (data !== undefined) wrapped[name] = { data };
-  return wrapped;
+function nothing(): void {}
+
+/** ``{type, id?, attributes?, relationships?}`` as a request's ``data``: linkage wrapped in ``{data}``. */
+function resourceData(type: string, id: string | undefined, resource: unknown): Query {
+  const data: Query = { type };
+  for (const [key, value] of entries(resource)) {
+    if (key !== "relationships") data[key] = value;
+  }
+  if (id !== undefined) data.id = id;
+  const relationships = (resource as Query).relationships;
+  if (relationships !== undefined) {
+    const wrapped: Query = {};
+    for (const [name, linkage] of entries(relationships)) if (linkage !== undefined) wrapped[name] = { data: linkage };
+    data.relationships = wrapped;
+  }
+  return data;
 }
 
-/** The endpoints of one type: `/<type>`, `/<type>/<id>`. */
-export class ResourceApi<T extends string, R, I, Q, G, C, U> {
-  constructor(protected readonly http: Http, readonly type: T) {}
+/** The endpoints of one type: `/<type>`, `/<type>/<id>`, and its relationships' (`relationships`). */
+export class ResourceApi<T extends string, R, I, Q, G, C, U, L> {
+  constructor(protected readonly http: Http, readonly type: T, readonly relationships: L) {}
 
-  async list(query?: Q): Promise<Page<R, I>> {
-    return withTag(await this.http.send("GET", `/${this.type}`, query as Query));
+  list(query?: Q): Promise<Page<R, I>> {
+    return this.http.send("GET", `/${this.type}`, query).then((answer) => withTag<Page<R, I>>(answer));
   }
 
   /** One resource; with `ifNoneMatch`, null when it has not changed (304). */
   get(id: string, query?: G): Promise<One<R, I>>;
   get(id: string, query: G | undefined, options: { ifNoneMatch: string }): Promise<One<R, I> | null>;
-  async get(id: string, query?: G, options?: { ifNoneMatch?: string }): Promise<One<R, I> | null> {
+  get(id: string, query?: G, options?: { ifNoneMatch?: string }): Promise<One<R, I> | null> {
     const headers: Record<string, string> = options?.ifNoneMatch === undefined ? {} : { "If-None-Match": options.ifNoneMatch };
-    const answer = await this.http.send("GET", `/${this.type}/${encodeURIComponent(id)}`, query as Query, undefined, headers);
-    return answer.status === 304 ? null : withTag(answer);
+    return this.http.send("GET", `/${this.type}/${encodeURIComponent(id)}`, query, undefined, headers)
+      .then((answer) => answer.status === 304 ? null : withTag<One<R, I>>(answer));
   }
 
-  async create(resource: C): Promise<One<R, I>> {
-    const { relationships, ...rest } = resource as { relationships?: Record<string, unknown> };
-    const data = { type: this.type, ...rest, relationships: linkage(relationships) };
-    return withTag(await this.http.send("POST", `/${this.type}`, undefined, { data }));
+  create(resource: C): Promise<One<R, I>> {
+    return this.http.send("POST", `/${this.type}`, undefined, { data: resourceData(this.type, undefined, resource) })
+      .then((answer) => withTag<One<R, I>>(answer));
   }
 
-  async update(id: string, resource: U, options?: WriteOptions): Promise<One<R, I>> {
-    const { relationships, ...rest } = resource as { relationships?: Record<string, unknown> };
-    const data = { type: this.type, id, ...rest, relationships: linkage(relationships) };
-    return withTag(await this.http.send("PATCH", `/${this.type}/${encodeURIComponent(id)}`, undefined, { data }, ifMatch(options)));
+  update(id: string, resource: U, options?: WriteOptions): Promise<One<R, I>> {
+    return this.http.send("PATCH", `/${this.type}/${encodeURIComponent(id)}`, undefined,
+      { data: resourceData(this.type, id, resource) }, ifMatch(options)).then((answer) => withTag<One<R, I>>(answer));
   }
 
-  async delete(id: string, options?: WriteOptions): Promise<void> {
-    await this.http.send("DELETE", `/${this.type}/${encodeURIComponent(id)}`, undefined, undefined, ifMatch(options));
+  delete(id: string, options?: WriteOptions): Promise<void> {
+    return this.http.send("DELETE", `/${this.type}/${encodeURIComponent(id)}`, undefined, undefined, ifMatch(options)).then(nothing);
   }
 }
 
@@ -178,14 +205,14 @@ export class ToOneApi<T extends string> {
     return `/${this.type}/${encodeURIComponent(id)}/relationships/${this.name}`;
   }
 
-  async get(id: string): Promise<Linkage<Identifier<T> | null>> {
-    return withTag(await this.http.send("GET", this.path(id)));
+  get(id: string): Promise<Linkage<Identifier<T> | null>> {
+    return this.http.send("GET", this.path(id)).then((answer) => withTag<Linkage<Identifier<T> | null>>(answer));
   }
 }
 
 export class WritableToOneApi<T extends string> extends ToOneApi<T> {
-  async set(id: string, target: Identifier<T> | null, options?: WriteOptions): Promise<void> {
-    await this.http.send("PATCH", this.path(id), undefined, { data: target }, ifMatch(options));
+  set(id: string, target: Identifier<T> | null, options?: WriteOptions): Promise<void> {
+    return this.http.send("PATCH", this.path(id), undefined, { data: target }, ifMatch(options)).then(nothing);
   }
 }
 
@@ -197,21 +224,21 @@ export class ToManyApi<T extends string> {
     return `/${this.type}/${encodeURIComponent(id)}/relationships/${this.name}`;
   }
 
-  async get(id: string, query?: { page?: PageQuery }): Promise<Linkage<Identifier<T>[]>> {
-    return withTag(await this.http.send("GET", this.path(id), query as Query));
+  get(id: string, query?: { page?: PageQuery }): Promise<Linkage<Identifier<T>[]>> {
+    return this.http.send("GET", this.path(id), query).then((answer) => withTag<Linkage<Identifier<T>[]>>(answer));
   }
 }
 
 export class WritableToManyApi<T extends string> extends ToManyApi<T> {
-  async set(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
-    await this.http.send("PATCH", this.path(id), undefined, { data: targets }, ifMatch(options));
+  set(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
+    return this.http.send("PATCH", this.path(id), undefined, { data: targets }, ifMatch(options)).then(nothing);
   }
 
-  async add(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
-    await this.http.send("POST", this.path(id), undefined, { data: targets }, ifMatch(options));
+  add(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
+    return this.http.send("POST", this.path(id), undefined, { data: targets }, ifMatch(options)).then(nothing);
   }
 
-  async remove(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
-    await this.http.send("DELETE", this.path(id), undefined, { data: targets }, ifMatch(options));
+  remove(id: string, targets: Identifier<T>[], options?: WriteOptions): Promise<void> {
+    return this.http.send("DELETE", this.path(id), undefined, { data: targets }, ifMatch(options)).then(nothing);
   }
 }
