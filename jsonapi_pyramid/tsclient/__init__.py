@@ -9,7 +9,8 @@ type, ``| null`` where readers may meet null; relationships), what a create and 
 ``fields``, ``filter`` and ``sort`` take, as string literal types, so that a misspelt name or a
 value of the wrong type is a compile error. Filter paths through a relationship (``author.name``)
 are offered for every filterable relationship and every filterable attribute of its target types
-(the server may refuse a path its type did not declare: 400). The same schema gives the same text.
+(the server may refuse a path its type did not declare: 400), and so are sort keys through a
+relationship (a template literal type: ``author.<anything>``). The same schema gives the same text.
 """
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
              f"  relationships: {name}Relationships;", "  links?: Links;", "  meta?: Meta;", "}",
              f"export type {name}Field = {_union([*shown, *relationships])};",
              f"export type {name}Include = {_union(_include_paths(types, type_name, depth))};",
-             f"export type {name}Sort = {_union(_sort_keys(attributes))};",
+             f"export type {name}Sort = {_sort_type(attributes, relationships)};",
              f"export interface {name}Filter {{", '  "id"?: string | string[];']
     for path, value in _filter_paths(types, facts):
         lines.append(f"  {_string(path)}?: FilterOn<{_value(value)}, {_union(value['filter'])}>;")
@@ -134,9 +135,16 @@ def _relationship_api(relationship: dict[str, Any]) -> str:
     return f"{kind}<{_union(relationship['types'])}>"
 
 
-def _sort_keys(attributes: dict[str, Any]) -> list[str]:
+def _sort_type(attributes: dict[str, Any], relationships: dict[str, Any]) -> str:
+    """The sortable attributes and ``id``, ascending and descending; a sort key through a
+    relationship (``author.name``, ``comments.count``: declared per type, not in the schema)
+    as a template literal type that names one of the type's relationships."""
     names = [key for key, value in attributes.items() if value["sortable"]] + ["id"]
-    return [key for name in names for key in (name, "-" + name)]
+    keys = _union([key for name in names for key in (name, "-" + name)])
+    if not relationships:
+        return keys
+    through = _union(list(relationships))
+    return f"{keys} | `${{{through}}}.${{string}}` | `-${{{through}}}.${{string}}`"
 
 
 def _filter_paths(types: dict[str, Any], facts: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -156,19 +164,20 @@ def _filter_paths(types: dict[str, Any], facts: dict[str, Any]) -> list[tuple[st
 
 
 def _include_paths(types: dict[str, Any], type_name: str, depth: int) -> list[str]:
+    """Include paths up to ``depth`` relationships long; through a relationship whose members may
+    have several types (a polymorphic family), the relationships every one of them has."""
     paths: list[str] = []
 
-    def walk(current: str, prefix: str, level: int) -> None:
-        for key, relationship in types[current]["relationships"].items():
-            if not relationship["includable"]:
+    def walk(current: list[str], prefix: str, level: int) -> None:
+        known = [types[name]["relationships"] for name in current if name in types]
+        for key, relationship in (known[0] if known else {}).items():
+            if not all(key in other and other[key]["includable"] for other in known):
                 continue
             paths.append(prefix + key)
             if level < depth:
-                for target in relationship["types"][:1]:  # a family's members share the base's relationships
-                    if target in types:
-                        walk(target, f"{prefix}{key}.", level + 1)
+                walk(relationship["types"], f"{prefix}{key}.", level + 1)
 
-    walk(type_name, "", 1)
+    walk([type_name], "", 1)
     return paths
 
 

@@ -85,6 +85,7 @@ MISTAKES = {
     "attribute type": 'api.articles.create({ attributes: { title: 7 } });',
     "filter path": 'api.articles.list({ filter: { "author.nmae": "ali" } });',
     "sort key": 'api.articles.list({ sort: ["-createdOn"] });',
+    "sort key through a relationship": 'api.articles.list({ sort: ["-coments.count"] });',
     "read-only attribute": 'api.articles.update("1", { attributes: { createdAt: "2026-01-01" } });',
     "type": 'api.artcles.list();',
 }
@@ -100,6 +101,7 @@ await api.articles.update("7", { attributes: { title: "y" }, relationships: { ta
   { ifMatch: one.etag });
 await api.articles.relationships.tags.add("7", [{ type: "tags", id: tag.data.id }]);
 await api.articles.delete("7");
+await api.articles.list({ sort: ["-comments.count", "author.name", "id"] });
 try { await api.users.get("1"); } catch (error) { if (error instanceof JsonApiError) { const s: number = error.status; } }
 """
 
@@ -163,3 +165,32 @@ def test_the_catalogues_client_compiles_strictly(tsc, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     text = client.read_text()
     assert '"borrower": ToOne<"members" | "staff" | "students">;' in text
+
+
+@pytest.mark.parametrize("application", ["jsonapi_blog", "catalog"])
+def test_include_and_sort_names_are_the_openapi_documents(application):
+    """What the client's literal types allow is what the OpenAPI document's ``include`` and
+    ``sort`` parameters list (a polymorphic target: the relationships its whole family has)."""
+    import importlib
+
+    from jsonapi_pyramid.openapi import get_document
+    from jsonapi_pyramid.tsclient import typescript_client
+
+    app = importlib.import_module(application).main({}, **{"sqlalchemy.url": "sqlite://"})
+    parameters = get_document(app.registry)["components"]["parameters"]
+    schema = schema_of(app.registry)
+    text = typescript_client(schema, version=__version__)
+    for type_name in schema["types"]:
+        camel = re.sub(r"^.", lambda match: match[0].upper(), type_name)
+        for kind in ("include", "sort"):
+            union = re.search(rf"^export type {camel}{kind.capitalize()} = (.*);$", text, re.MULTILINE)[1]
+            literals = set(re.findall(r'"([^"]+)"', union.split(" | `")[0]))  # before the template literal types
+            parameter = parameters.get(f"{kind}.{type_name}")
+            offered = set(parameter["schema"]["items"]["enum"] if parameter else ())
+            if kind == "include":
+                assert literals == offered, type_name
+                continue
+            through = set(schema["types"][type_name]["relationships"])  # a dotted key: `${relationship}.${string}`
+            assert literals == {key for key in offered if "." not in key}, type_name
+            assert {key.lstrip("-").split(".")[0] for key in offered if "." in key} <= through, type_name
+    app.registry["db.engine"].dispose()
