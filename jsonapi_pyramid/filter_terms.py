@@ -16,7 +16,7 @@ from typing import Any
 from .errors import BadRequest
 from .schema import column_kind, enum_choices
 
-__all__ = ["FILTER_OPERATORS", "FilterTerm", "filter_operators", "parse_term", "parse_value"]
+__all__ = ["FILTER_OPERATORS", "FilterTerm", "filter_operators", "parse_term", "parse_value", "path_operators"]
 
 FILTER_OPERATORS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains", "startswith", "isnull")
 _LIST_OPERATORS = {"in", "nin"}
@@ -76,6 +76,13 @@ def filter_operators(kind: str, is_id: bool = False) -> tuple[str, ...]:
     return tuple(operator for operator in FILTER_OPERATORS
                  if not (operator in _TEXT_OPERATORS and (is_id or kind != "string"))
                  and not (operator in _ORDER_OPERATORS and not is_id and kind == "boolean"))
+
+
+def path_operators(definition: Any, path: str) -> tuple[str, ...]:
+    """The operators ``filter[<path>][<op>]`` takes on ``definition`` (a declared filterable path
+    or ``id``), as ``parse_term`` decides them."""
+    kind, _column_type, parse_id = _terminal(definition, tuple(path.split(".")))
+    return filter_operators(kind, parse_id is not None)
 
 
 def _terminal(definition: Any, path: Any) -> Any:

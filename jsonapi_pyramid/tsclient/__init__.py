@@ -7,10 +7,9 @@ type, read from ``clientschema.schema_of``'s schema alone: the resource (attribu
 type, ``| null`` where readers may meet null; relationships), what a create and an update may send
 (read-only attributes left out, those required on create required), and the names ``include``,
 ``fields``, ``filter`` and ``sort`` take, as string literal types, so that a misspelt name or a
-value of the wrong type is a compile error. Filter paths through a relationship (``author.name``)
-are offered for every filterable relationship and every filterable attribute of its target types
-(the server may refuse a path its type did not declare: 400), and so are sort keys through a
-relationship (a template literal type: ``author.<anything>``). The same schema gives the same text.
+value of the wrong type is a compile error: the filter paths and sort keys through relationships
+(``author.name``, ``comments.count``) are the declared ones the schema lists under each
+relationship. The same schema gives the same text.
 """
 from __future__ import annotations
 
@@ -103,13 +102,10 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
              f"  relationships: {name}Relationships;", "  links?: Links;", "  meta?: Meta;", "}",
              f"export type {name}Field = {_union([*shown, *relationships])};",
              f"export type {name}Include = {_union(_include_paths(types, type_name, depth))};",
-             f"export type {name}Sort = {_sort_type(attributes, relationships)};",
+             f"export type {name}Sort = {_union(_sort_keys(attributes, relationships))};",
              f"export interface {name}Filter {{", '  "id"?: string | string[];']
-    for path, value in _filter_paths(types, facts):
-        lines.append(f"  {_string(path)}?: FilterOn<{_value(value)}, {_union(value['filter'])}>;")
-    for key, relationship in relationships.items():
-        if relationship["filterable"]:
-            lines.append(f"  {_string(key)}?: string | string[];")
+    for path, value_type, operators in _filter_paths(types, facts):
+        lines.append(f"  {_string(path)}?: FilterOn<{value_type}, {_union(operators)}>;")
     lines += ["}",
               f"export interface {name}Query {{ include?: {name}Include[]; fields?: Fields; filter?: {name}Filter; "
               f"sort?: {name}Sort[]; page?: PageQuery }}",
@@ -135,32 +131,39 @@ def _relationship_api(relationship: dict[str, Any]) -> str:
     return f"{kind}<{_union(relationship['types'])}>"
 
 
-def _sort_type(attributes: dict[str, Any], relationships: dict[str, Any]) -> str:
-    """The sortable attributes and ``id``, ascending and descending; a sort key through a
-    relationship (``author.name``, ``comments.count``: declared per type, not in the schema)
-    as a template literal type that names one of the type's relationships."""
-    names = [key for key, value in attributes.items() if value["sortable"]] + ["id"]
-    keys = _union([key for name in names for key in (name, "-" + name)])
-    if not relationships:
-        return keys
-    through = _union(list(relationships))
-    return f"{keys} | `${{{through}}}.${{string}}` | `-${{{through}}}.${{string}}`"
+def _sort_keys(attributes: dict[str, Any], relationships: dict[str, Any]) -> list[str]:
+    """The sortable attributes, the declared keys through relationships and ``id``, each
+    ascending and descending."""
+    names = [key for key, value in attributes.items() if value["sortable"]]
+    names += [key for relationship in relationships.values() for key in relationship.get("sort", ())] + ["id"]
+    return [key for name in names for key in (name, "-" + name)]
 
 
-def _filter_paths(types: dict[str, Any], facts: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(path, attribute facts) of every attribute filter: the type's own, then one step through
-    each filterable relationship (an attribute every target type has, with the operators all of
-    them take)."""
-    paths = [(key, value) for key, value in facts["attributes"].items() if value["filter"]]
-    for key, relationship in facts["relationships"].items():
-        if not relationship["filterable"]:
-            continue
-        targets = [types[target]["attributes"] for target in relationship["types"] if target in types]
-        for attribute, value in (targets[0] if targets else {}).items():
-            operators = [op for op in value["filter"] if all(op in (t.get(attribute) or {}).get("filter", ()) for t in targets)]
-            if operators:
-                paths.append((f"{key}.{attribute}", {**value, "filter": operators}))
+def _filter_paths(types: dict[str, Any], facts: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(path, TypeScript type of its value, operators) of every filter the type declared: its
+    attributes', then the paths through its relationships (a path ending in a relationship
+    compares ids: strings)."""
+    paths = [(key, _value(value), value["filter"]) for key, value in facts["attributes"].items() if value["filter"]]
+    for relationship in facts["relationships"].values():
+        for path, operators in relationship.get("filter", {}).items():
+            paths.append((path, _path_value(types, facts, path.split(".")), operators))
     return paths
+
+
+def _path_value(types: dict[str, Any], facts: dict[str, Any], parts: list[str]) -> str:
+    """The TypeScript type of the value at the end of a filter path: an attribute's, or a string
+    (an id: the path ends in a relationship or in ``id``)."""
+    current = facts
+    for index, part in enumerate(parts):
+        relationship = current["relationships"].get(part)
+        if relationship is None:
+            attribute = current["attributes"].get(part)
+            return _value(attribute) if attribute is not None else "string"
+        targets = [types[name] for name in relationship["types"] if name in types]
+        if index == len(parts) - 1 or not targets:
+            return "string"
+        current = targets[0]  # a polymorphic family's members have the base's attributes
+    return "string"
 
 
 def _include_paths(types: dict[str, Any], type_name: str, depth: int) -> list[str]:

@@ -168,9 +168,10 @@ def test_the_catalogues_client_compiles_strictly(tsc, tmp_path):
 
 
 @pytest.mark.parametrize("application", ["jsonapi_blog", "catalog"])
-def test_include_and_sort_names_are_the_openapi_documents(application):
-    """What the client's literal types allow is what the OpenAPI document's ``include`` and
-    ``sort`` parameters list (a polymorphic target: the relationships its whole family has)."""
+def test_include_sort_and_filter_names_are_the_openapi_documents(application):
+    """What the client's literal types allow is what the OpenAPI document's ``include``, ``sort``
+    and ``filter[<path>]`` parameters list (a polymorphic target: the relationships its whole
+    family has), for every type of the blog and of the catalogue."""
     import importlib
 
     from jsonapi_pyramid.openapi import get_document
@@ -184,13 +185,12 @@ def test_include_and_sort_names_are_the_openapi_documents(application):
         camel = re.sub(r"^.", lambda match: match[0].upper(), type_name)
         for kind in ("include", "sort"):
             union = re.search(rf"^export type {camel}{kind.capitalize()} = (.*);$", text, re.MULTILINE)[1]
-            literals = set(re.findall(r'"([^"]+)"', union.split(" | `")[0]))  # before the template literal types
             parameter = parameters.get(f"{kind}.{type_name}")
-            offered = set(parameter["schema"]["items"]["enum"] if parameter else ())
-            if kind == "include":
-                assert literals == offered, type_name
-                continue
-            through = set(schema["types"][type_name]["relationships"])  # a dotted key: `${relationship}.${string}`
-            assert literals == {key for key in offered if "." not in key}, type_name
-            assert {key.lstrip("-").split(".")[0] for key in offered if "." in key} <= through, type_name
+            assert set(re.findall(r'"([^"]+)"', union)) == set(parameter["schema"]["items"]["enum"] if parameter else ()), (
+                type_name, kind)
+        block = re.search(rf"^export interface {camel}Filter {{\n(.*?)\n}}", text, re.MULTILINE | re.DOTALL)[1]
+        paths = set(re.findall(r'^  "([^"]+)"\?', block, re.MULTILINE))
+        offered = {parameter["name"][len("filter["):-1] for key, parameter in parameters.items()
+                   if key.startswith(f"filter.{type_name}.") and re.fullmatch(r"filter\[[^\]]+\]", parameter["name"])}
+        assert paths == offered, type_name
     app.registry["db.engine"].dispose()
