@@ -1,11 +1,11 @@
 // The generated client of the reference blog against a running blog (tests/production/test_typescript_client.py):
-// node out/blog-smoke.js <base URL> <admin token> <suffix>; prints one JSON report on its last line.
-import { Client, JsonApiError } from "./client";
+// node out/blog-smoke.js <base URL> <admin token> <suffix> <id of an inactive user>; prints one JSON report on its last line.
+import { Client, JsonApiError, UsersResource } from "./client";
 
 declare const process: { argv: string[]; exitCode?: number };
 
 async function main(): Promise<void> {
-  const [baseUrl, token, suffix] = process.argv.slice(2);
+  const [baseUrl, token, suffix, inactive] = process.argv.slice(2);
   const api = new Client({ baseUrl, token });
   const anonymous = new Client({ baseUrl });
 
@@ -57,11 +57,16 @@ async function main(): Promise<void> {
     if (error instanceof JsonApiError) missing = error.status;
   }
 
+  // a custom operation (POST /api/users/<id>/activate), with the user's tag as If-Match
+  const user = await api.users.get(inactive);
+  const activated = await api.users.operations.item.activate(inactive, undefined, { ifMatch: user.etag });
+  const active = (activated.document as { data: UsersResource }).data.attributes.active;
+
   console.log(JSON.stringify({
     tag: tag.data.id, second: second.data.id, article: id, createdTitle: created.data.attributes.title, listed, includedTypes,
     etag: one.etag, notModified: notModified === null, withComments: Array.isArray(withComments.included),
     updatedTitle: updated.data.attributes.title, updatedEtag: updated.etag !== one.etag, stale, afterAdd, afterRemove,
-    unauthorized, missing,
+    unauthorized, missing, activated: { status: activated.status, active, wasActive: user.data.attributes.active },
   }));
 }
 

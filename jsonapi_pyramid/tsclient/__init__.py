@@ -122,8 +122,26 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
               f"export type {name}Api = ResourceApi<{_string(type_name)}, {name}Resource, AnyResource, {name}Query, "
               f"{name}GetQuery, {name}Create, {name}Update, {{",
               *(f"  {_string(key)}: {_relationship_api(value)};" for key, value in relationships.items()),
+              "}, {",
+              *(f"  {on}: {{ {' '.join(f'{_string(key)}: {_OPERATION[on]};' for key in operations)} }};"
+                for on, operations in _operations(facts).items()),
               "}>;", ""]
     return lines
+
+
+#: the TypeScript type of a custom operation on an item or on the collection (``runtime.ts``)
+_OPERATION = {"item": "ItemOperation", "collection": "CollectionOperation"}
+
+
+def _operations(facts: dict[str, Any]) -> dict[str, dict[str, tuple[str, str]]]:
+    """``item`` and ``collection`` -> property name -> (operation name, method): the name, or
+    ``<name>_<method>`` when one name has several methods."""
+    found: dict[str, dict[str, tuple[str, str]]] = {"item": {}, "collection": {}}
+    for operation in facts["operations"]:
+        on, name, method = operation["on"], operation["name"], operation["method"]
+        several = sum(1 for other in facts["operations"] if (other["on"], other["name"]) == (on, name)) > 1
+        found[on][f"{name}_{method.lower()}" if several else name] = (name, method)
+    return found
 
 
 def _relationship_api(relationship: dict[str, Any]) -> str:
@@ -192,6 +210,10 @@ def _client(types: dict[str, Any]) -> list[str]:
         relationships = ", ".join(
             f"{_string(key)}: new {_relationship_api(value)}(http, {_string(name)}, {_string(key)})"
             for key, value in facts["relationships"].items())
-        lines.append(f"    this[{_string(name)}] = new ResourceApi(http, {_string(name)}, {{ {relationships} }});")
+        operations = ", ".join(
+            f"{on}: {{ " + ", ".join(f"{_string(key)}: {on}Operation(http, {_string(name)}, {_string(operation)}, {_string(method)})"
+                                    for key, (operation, method) in found.items()) + " }"
+            for on, found in _operations(facts).items())
+        lines.append(f"    this[{_string(name)}] = new ResourceApi(http, {_string(name)}, {{ {relationships} }}, {{ {operations} }});")
     lines += ["  }", "}"]
     return lines

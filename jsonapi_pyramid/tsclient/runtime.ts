@@ -102,7 +102,8 @@ function queryString(query: unknown): string {
   return parts.length ? `?${parts.join("&")}` : "";
 }
 
-interface Answer { status: number; document: any; etag: string | null }
+/** An answer as it came: its status, its document (null for 204 and 304), the resource's tag. */
+export interface Answer { status: number; document: any; etag: string | null }
 
 /** The HTTP calls every endpoint makes: JSON:API media type, bearer token, errors thrown. */
 export class Http {
@@ -166,8 +167,8 @@ function resourceData(type: string, id: string | undefined, resource: unknown): 
 }
 
 /** The endpoints of one type: `/<type>`, `/<type>/<id>`, and its relationships' (`relationships`). */
-export class ResourceApi<T extends string, R, I, Q, G, C, U, L> {
-  constructor(protected readonly http: Http, readonly type: T, readonly relationships: L) {}
+export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O> {
+  constructor(protected readonly http: Http, readonly type: T, readonly relationships: L, readonly operations: O) {}
 
   list(query?: Q): Promise<Page<R, I>> {
     return this.http.send("GET", `/${this.type}`, query).then((answer) => withTag<Page<R, I>>(answer));
@@ -195,6 +196,19 @@ export class ResourceApi<T extends string, R, I, Q, G, C, U, L> {
   delete(id: string, options?: WriteOptions): Promise<void> {
     return this.http.send("DELETE", `/${this.type}/${encodeURIComponent(id)}`, undefined, undefined, ifMatch(options)).then(nothing);
   }
+}
+
+/** A custom operation on an item (`/<type>/<id>/<name>`) or on the collection (`/<type>/<name>`):
+ * `body`, when given, is sent as the request's JSON:API document; the answer comes as it is. */
+export type ItemOperation = (id: string, body?: unknown, options?: WriteOptions) => Promise<Answer>;
+export type CollectionOperation = (body?: unknown) => Promise<Answer>;
+
+export function itemOperation(http: Http, type: string, name: string, method: string): ItemOperation {
+  return (id, body, options) => http.send(method, `/${type}/${encodeURIComponent(id)}/${name}`, undefined, body, ifMatch(options));
+}
+
+export function collectionOperation(http: Http, type: string, name: string, method: string): CollectionOperation {
+  return (body) => http.send(method, `/${type}/${name}`, undefined, body);
 }
 
 /** `/<type>/<id>/relationships/<name>` of a to-one relationship. */

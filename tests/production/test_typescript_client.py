@@ -88,6 +88,7 @@ MISTAKES = {
     "sort key through a relationship": 'api.articles.list({ sort: ["-coments.count"] });',
     "read-only attribute": 'api.articles.update("1", { attributes: { createdAt: "2026-01-01" } });',
     "type": 'api.artcles.list();',
+    "custom operation": 'api.users.operations.item.activte("1");',
 }
 CORRECT = """
 const page = await api.articles.list({ include: ["author", "tags"], fields: { articles: ["title", "author"] },
@@ -136,8 +137,9 @@ def test_a_node_script_uses_the_client_against_the_blog(tsc, blog_client, tmp_pa
     done = _compile(tsc, tmp_path, "client.ts", "blog-smoke.ts", emit=True)
     assert done.returncode == 0, done.stdout + done.stderr
     _admin, headers = make_account(db, "typed@example.com", admin=True)
+    inactive, _headers = make_account(db, "waiting@example.com", active=False)
     token = headers["Authorization"].removeprefix("Bearer ")
-    run = subprocess.run(["node", "js/blog-smoke.js", served_blog, token, "one"], cwd=tmp_path,
+    run = subprocess.run(["node", "js/blog-smoke.js", served_blog, token, "one", str(inactive.id)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout.strip().splitlines()[-1])
@@ -151,10 +153,12 @@ def test_a_node_script_uses_the_client_against_the_blog(tsc, blog_client, tmp_pa
     assert report["afterAdd"] == sorted([report["tag"], report["second"]]) and report["afterRemove"] == [report["second"]]
     assert report["unauthorized"] == {"status": 401, "errors": 1}
     assert report["missing"] == 404
-    from jsonapi_blog.models import Article, Tag
+    assert report["activated"] == {"status": 200, "active": True, "wasActive": False}  # a custom operation
+    from jsonapi_blog.models import Article, Tag, User
 
     db.expire_all()
     assert db.get(Article, int(article)) is None  # deleted through the client
+    assert db.get(User, inactive.id).active is True
     assert sorted(tag.name for tag in db.query(Tag)) == ["ts-one", "ts2-one"]
 
 
