@@ -81,7 +81,8 @@ setup(
     ],
     packages=find_packages(include=["jsonapi_pyramid", "jsonapi_pyramid.*"]),
     # py.typed; the project generator's template; the conformance kit's JSON:API schema.
-    package_data={"jsonapi_pyramid": ["py.typed", "pyclient_runtime.py_tmpl", "scaffold/project/**/*", "testing/*.json"]},
+    package_data={"jsonapi_pyramid": ["py.typed", "pyclient_runtime.py_tmpl", "scaffold/project/**/*", "testing/*.json",
+                                  "tsclient/*.ts"]},
     zip_safe=False,
     python_requires=">=3.11",
     install_requires=requires,

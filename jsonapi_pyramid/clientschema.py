@@ -7,11 +7,14 @@ by the functions the library itself and its OpenAPI document use, never worked o
   (``openapi.components.attribute_schema``; a write-only one as its request schema says,
   ``openapi.components.request_attributes_schema``), whether it may be null, whether a client
   may send it (``validation.writable_attributes``), whether a create must send it (the create
-  request schema's ``required``), the filter operators it takes (``filter_terms.filter_operators``),
+  request schema's ``required``), the filter operators it takes (``filter_terms.path_operators``),
   whether it sorts, and the statistics it offers (``stats_rules``);
 * every relationship: to-many or to-one, the types its members may have (a polymorphic target's
-  family), whether it may be written, included, filtered through, and whether readers may meet a
-  to-one as null (``nullable``, beside section 12's members: the check needs it);
+  family), whether it may be written, included, filtered through, and, beside section 12's
+  members (the check and the generated clients need them), whether readers may meet a to-one as
+  null (``nullable``), the declared filter paths through it with their operators (``filter``:
+  ``{"author.name": [...]}``; ``"author"`` alone compares ids, ``filter_terms.path_operators``)
+  and the declared sort keys through it (``sort``: ``["comments.count", ...]``);
 * the custom operations (``operations``), and the profiles and extensions the service speaks.
 
 A member some callers never see (``restricted=``) is listed all the same. ``schema_json`` gives
@@ -24,7 +27,7 @@ from typing import Any
 import orjson
 
 from .contract import get_registry
-from .filter_terms import filter_operators, path_operators
+from .filter_terms import path_operators
 from .negotiation import SUPPORTED_EXTENSIONS
 from .openapi.components import attribute_schema, request_attributes_schema
 from .pagination import PROFILE as CURSOR_PROFILE
@@ -60,17 +63,7 @@ def _type(definition: Any, includable: bool) -> dict[str, Any]:
         "relationships": {relationship.name: _relationship(definition, relationship, includable)
                           for relationship in definition.relationships},
         "operations": [{"name": name, "on": on, "method": method} for on, name, method in operations],
-        "paths": _paths(definition),
     }
-
-
-def _paths(definition: Any) -> dict[str, Any]:
-    """The dotted paths a client may filter (``filter[author.name]``, with their operators) or sort
-    by (``sort=-comments.count``): what the type declares (or its defaults) beyond its own members."""
-    filterable, sortable = set(definition.filterable), set(definition.sortable)
-    return {path: {"filter": list(path_operators(definition, path)) if path in filterable else [],
-                   "sortable": path in sortable}
-            for path in sorted(filterable | sortable) if "." in path}
 
 
 def _attributes(definition: Any) -> dict[str, Any]:
@@ -83,8 +76,7 @@ def _attributes(definition: Any) -> dict[str, Any]:
     for name in (*definition.attributes, *sorted(set(sent) - shown)):
         if name in shown:
             schema = attribute_schema(definition, name)
-            field = definition.fields[name]
-            operators = filter_operators(field.kind) if name in definition.filterable else ()
+            operators = path_operators(definition, name) if name in definition.filterable else ()
         else:  # write-only: as its request schema says
             schema, operators = sent[name], ()
         json_type, nullable = _json_type(schema)
@@ -116,6 +108,7 @@ def _json_type(schema: dict[str, Any]) -> tuple[str | None, bool]:
 
 def _relationship(definition: Any, relationship: Any, includable: bool) -> dict[str, Any]:
     name = relationship.name
+    through = [path for path in definition.filterable if path == name or path.startswith(name + ".")]
     return {
         "toMany": relationship.many,
         "types": sorted(relationship.target_definition.family_types()),
@@ -124,5 +117,8 @@ def _relationship(definition: Any, relationship: Any, includable: bool) -> dict[
         "nullable": not relationship.many and (relationship.local_fk is None or relationship.nullable),
         "writable": not relationship.prop.viewonly,
         "includable": includable,
-        "filterable": any(path == name or path.startswith(name + ".") for path in definition.filterable),
+        "filterable": bool(through),
+        # the declared paths through it (beside section 12's members: clients and the check need them)
+        "filter": {path: list(path_operators(definition, path)) for path in through},
+        "sort": [key for key in definition.sortable if key.startswith(name + ".")],
     }

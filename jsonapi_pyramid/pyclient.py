@@ -141,7 +141,7 @@ def _type_code(type_name: str, names: dict[str, str], types: dict[str, Any], dep
     out += _typed_dict(f"{cls}Filter", {name: f"{value} | {cls}{_class_name(name)}Filter" if operators else value
                                         for name, (value, operators) in filters.items()})
     out += ["", "", f"{cls}Include = {_literal(set(_include_paths(type_name, types, depth)))}",
-            f"{cls}Sort = {_literal(_sort_keys({**attributes, **spec.get('paths', {})}))}"]
+            f"{cls}Sort = {_literal(_sort_keys(spec))}"]
     stats = {name: f"list[{_literal(member['stats'])}]" for name, member in attributes.items() if member.get("stats")}
     out += _typed_dict(f"{cls}Stats", {"total": "list[Literal['count']]", **stats})
     out += _relationship_endpoints(cls, relationships, names)
@@ -149,8 +149,9 @@ def _type_code(type_name: str, names: dict[str, str], types: dict[str, Any], dep
     return out
 
 
-def _sort_keys(attributes: dict[str, Any]) -> set[str]:
-    keys = {"id", *(name for name, member in attributes.items() if member.get("sortable"))}
+def _sort_keys(spec: dict[str, Any]) -> set[str]:
+    keys = {"id", *(name for name, member in spec["attributes"].items() if member.get("sortable"))}
+    keys.update(key for relationship in spec["relationships"].values() for key in relationship.get("sort", ()))
     return keys | {"-" + key for key in keys}
 
 
@@ -169,12 +170,12 @@ def _filters(spec: dict[str, Any]) -> Iterator[tuple[str, tuple[str, dict[str, s
             value = _PYTHON.get(member.get("type") or "", "Any")
             yield name, (value, {op: "bool" if op == "isnull" else f"Sequence[{value}]" if op in ("in", "nin") else value
                                  for op in member["filter"]})
-    for path, member in sorted(spec.get("paths", {}).items()):
-        if member.get("filter"):
-            yield path, ("str | int | float | bool", dict.fromkeys(member["filter"], "Any"))
     for name, rel in sorted(spec["relationships"].items()):
-        if rel.get("filterable"):
-            yield name, ("str | Sequence[str]", {})
+        for path, operators in sorted(rel.get("filter", {}).items()):  # the declared paths through it
+            if path == name:  # the relationship itself compares ids
+                yield path, ("str | Sequence[str]", {op: "bool" if op == "isnull" else "str | Sequence[str]" for op in operators})
+            else:
+                yield path, ("str | int | float | bool", dict.fromkeys(operators, "Any"))
 
 
 def _relationship_endpoints(cls: str, relationships: dict[str, Any], names: dict[str, str]) -> list[str]:

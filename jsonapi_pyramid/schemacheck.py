@@ -11,7 +11,8 @@ a client of ``old`` (``BREAKING <type>[.<member>]: <why>`` lines):
   (write-only), newly required on create (a new attribute required on create too), or made
   nullable (readers may meet null);
 * a relationship's cardinality changed, a type its members may have removed, a to-one made
-  nullable, a relationship no longer writable, includable or filterable.
+  nullable, a relationship no longer writable, includable or filterable, a filter path through it
+  or an operator of one removed, a sort key through it removed.
 
 Everything else (new types and members, new operators, a member relaxed) is compatible.
 ``SchemaError`` is raised for a document that is not such a schema.
@@ -101,13 +102,6 @@ def _compare_type(report: _Report, name: str, old: dict[str, Any], new: dict[str
         _compare_attribute(report, f"{name}.{member}", old_attributes[member], new_attributes[member])
     for member in sorted(old_links.keys() & new_links.keys()):
         _compare_relationship(report, f"{name}.{member}", old_links[member], new_links[member])
-    old_paths, new_paths = _members(old, "paths"), _members(new, "paths")
-    for path in sorted(old_paths.keys() - new_paths.keys()):
-        report.breaking(f"{name}.{path}", "path no longer filterable or sortable")
-    for path in sorted(new_paths.keys() - old_paths.keys()):
-        report.added(f"{name}.{path}", "path")
-    for path in sorted(old_paths.keys() & new_paths.keys()):
-        _compare_attribute(report, f"{name}.{path}", old_paths[path], new_paths[path])
     old_operations, new_operations = _operations(old), _operations(new)
     for key in sorted(old_operations.keys() - new_operations.keys()):
         report.breaking(f"{name}.{key[0]}", f"{old_operations[key]} removed")
@@ -156,6 +150,29 @@ def _compare_relationship(report: _Report, where: str, old: dict[str, Any], new:
     for fact in ("writable", "includable", "filterable"):
         if old.get(fact) and not new.get(fact):
             report.breaking(where, f"no longer {fact}")
+    old_paths, new_paths = _paths(old), _paths(new)
+    for path in sorted(old_paths.keys() - new_paths.keys()):
+        report.breaking(where, f"filter path {path!r} removed")
+    for path in sorted(new_paths.keys() - old_paths.keys()):
+        report.added(where, f"filter path {path!r}")
+    for path in sorted(old_paths.keys() & new_paths.keys()):
+        for operator in sorted(old_paths[path] - new_paths[path]):
+            report.breaking(where, f"filter operator {operator!r} of {path!r} removed")
+        for operator in sorted(new_paths[path] - old_paths[path]):
+            report.added(where, f"filter operator {operator!r} of {path!r}")
+    old_keys, new_keys = set(old.get("sort") or ()), set(new.get("sort") or ())
+    for key in sorted(old_keys - new_keys):
+        report.breaking(where, f"sort key {key!r} removed")
+    for key in sorted(new_keys - old_keys):
+        report.added(where, f"sort key {key!r}")
+
+
+def _paths(relationship: dict[str, Any]) -> dict[str, set[str]]:
+    """The filter paths through a relationship -> their operators."""
+    paths = relationship.get("filter", {})
+    if not isinstance(paths, dict):
+        raise SchemaError("a relationship's 'filter' must be an object")
+    return {str(path): set(operators or ()) for path, operators in paths.items()}
 
 
 def _shown(value: Any) -> str:

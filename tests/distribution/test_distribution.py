@@ -105,6 +105,8 @@ def test_the_wheel_holds_the_library_alone(dist):
     assert "jsonapi-pyramid-openapi" in entry_points and "jsonapi-pyramid-new" in entry_points
     assert "jsonapi-pyramid-schema = jsonapi_pyramid.schemacli:main" in entry_points
     assert "jsonapi-pyramid-resources = jsonapi_pyramid.resources_command:main" in entry_points
+    assert "jsonapi-pyramid-client = jsonapi_pyramid.clientcli:main" in entry_points
+    assert "jsonapi_pyramid/tsclient/runtime.ts" in names, names
 
 
 def test_the_sdist_holds_the_library_its_licence_docs_and_tests(dist):

@@ -60,7 +60,7 @@ def _layered_venv(venv: pathlib.Path, project: pathlib.Path) -> pathlib.Path:
 
 def test_the_project_has_what_a_project_needs(project):
     names = {str(path.relative_to(project)) for path in project.rglob("*") if path.is_file()}
-    assert {"setup.py", "Makefile", "development.ini", "production.ini", "README.md", ".gitignore",
+    assert {"setup.py", "Makefile", "development.ini", "production.ini", "README.md", ".gitignore", "schema.json",
             "shelf/__init__.py", "shelf/models.py", "shelf/resources.py", "shelf/security.py",
             "shelf/migrations/env.py", "shelf/migrations/versions/0001_notes.py",
             "tests/conftest.py", "tests/test_notes.py", "tests/test_conformance.py"} <= names
@@ -86,6 +86,34 @@ def test_the_project_passes_its_own_tests(project, python):
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
     # its own six tests, and the conformance kit's six cases for notes (crud, errors, filter, sort, pages, stats)
     assert re.search(r"\b12 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+
+
+def test_the_projects_schema_json_is_its_applications_schema(project, python):
+    """The schema the generator writes is the one the generated application has, byte for byte."""
+    result = _run([python, "-m", "jsonapi_pyramid.schemacli", "development.ini"], cwd=project)
+    assert result.stdout == (project / "schema.json").read_text()
+
+
+def test_make_test_fails_on_a_breaking_change_until_it_is_accepted(project, python):
+    """``make test`` checks the application's schema against schema.json before the tests: a
+    change that can break a client fails it; ``make schema`` accepts the change, and it passes."""
+    stamp = python.parent.parent / ".installed"  # the layered venv has the project installed already
+    stamp.touch()
+    make = ["make", f"BIN={python.parent}", f"STAMP={stamp}"]
+    resources, schema = project / "shelf" / "resources.py", project / "schema.json"
+    declared, committed = resources.read_text(), schema.read_text()
+    try:
+        assert "12 passed" in _run([*make, "test"], cwd=project).stdout
+        resources.write_text(declared.replace('filterable=("title", "createdAt")', 'filterable=("title",)'))
+        failed = subprocess.run([*make, "test"], cwd=project, capture_output=True, text=True)
+        assert failed.returncode != 0 and "BREAKING notes.createdAt: no longer filterable" in failed.stdout, failed.stdout
+        assert "passed" not in failed.stdout  # the check comes first
+        _run([*make, "schema"], cwd=project)
+        assert schema.read_text() != committed
+        assert "12 passed" in _run([*make, "test"], cwd=project).stdout
+    finally:
+        resources.write_text(declared)
+        schema.write_text(committed)
 
 
 def test_the_project_migrates_and_serves(project, python, tmp_path):
@@ -165,6 +193,12 @@ def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
                                                         cwd=project).stdout
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
     assert re.search(r"\b23 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    # the tutorial only adds to the API: make test's schema check passes, printing the additions
+    now = root / "schema-now.json"
+    now.write_text(_run([python, "-m", "jsonapi_pyramid.schemacli", "tutorial.ini"], cwd=project).stdout)
+    check = _run([python, "-m", "jsonapi_pyramid.schemacli", "check", "schema.json", now], cwd=project)
+    assert check.stdout.splitlines() == ["added notebooks", "added notes.owner: attribute", "added notes.pinned: attribute",
+                                         "added notes.notebook: relationship", "added notes.pin: operation POST on the item"]
     _run([python, "-m", "mypy"], cwd=project)
 
 

@@ -3,13 +3,15 @@ on the blog: what it says agrees with the OpenAPI document member by member, its
 blog's, and its bytes are stable."""
 from __future__ import annotations
 
+import re
+
 import orjson
 
 from jsonapi_pyramid.clientschema import schema_json, schema_of
 from jsonapi_pyramid.openapi import get_document
 
 FIELDS = {"type", "format", "nullable", "readOnly", "writeOnly", "requiredOnCreate", "filter", "sortable", "stats"}
-LINK_FIELDS = {"toMany", "types", "nullable", "writable", "includable", "filterable"}
+LINK_FIELDS = {"toMany", "types", "nullable", "writable", "includable", "filterable", "filter", "sort"}
 
 
 def _json_type(schema):
@@ -35,6 +37,11 @@ def assert_agrees_with_openapi(registry):
         sent = {**update.get("properties", {}), **create.get("properties", {})}
         assert set(facts["attributes"]) == set(shown) | set(sent), name
         sort_keys = set(parameters[f"sort.{name}"]["schema"]["items"]["enum"])
+        filters = {}  # every filter[<path>][<op>] parameter of the type: path -> operators
+        for key, parameter in parameters.items():
+            found = re.fullmatch(r"filter\[([^\]]+)\]\[(\w+)\]", parameter["name"])
+            if key.startswith(f"filter.{name}.") and found and found[2] not in ("count", "any", "all", "none"):
+                filters.setdefault(found[1], set()).add(found[2])
         for attribute, fact in facts["attributes"].items():
             where = f"{name}.{attribute}"
             assert set(fact) == FIELDS, where
@@ -44,8 +51,7 @@ def assert_agrees_with_openapi(registry):
             assert fact["writeOnly"] is (attribute not in shown), where
             assert fact["readOnly"] is (attribute not in sent), where
             assert fact["requiredOnCreate"] is (attribute in create.get("required", ())), where
-            operators = {key.rsplit(".", 1)[1] for key in parameters if key.startswith(f"filter.{name}.{attribute}.")}
-            assert set(fact["filter"]) == operators, where
+            assert set(fact["filter"]) == filters.get(attribute, set()), where
             assert fact["sortable"] is (attribute in sort_keys and f"-{attribute}" in sort_keys), where
             stats = parameters.get(f"stats.{name}.{attribute}")
             assert fact["stats"] == (stats["schema"]["items"]["enum"] if stats else []), where
@@ -58,8 +64,15 @@ def assert_agrees_with_openapi(registry):
             identifier = (data["items"] if fact["toMany"] else data["anyOf"][0])["$ref"].rsplit("/", 1)[1]
             kind = components[identifier]["properties"]["type"]
             assert fact["types"] == sorted(kind["enum"] if "enum" in kind else [kind["const"]]), f"{name}.{link}"
-            filtered = any(key.startswith((f"filter.{name}.{link}.", f"filter.{name}.{link}")) for key in parameters)
-            assert fact["filterable"] is filtered, f"{name}.{link}"
+            through = {path: operators for path, operators in filters.items() if path.split(".")[0] == link}
+            assert {path: set(operators) for path, operators in fact["filter"].items()} == through, f"{name}.{link}"
+            assert fact["filterable"] is bool(through), f"{name}.{link}"
+            assert set(fact["sort"]) == {key for key in sort_keys if key.split(".")[0] == link}, f"{name}.{link}"
+        own = {key for key in sort_keys if "." not in key and key.lstrip("-") != "id"}
+        assert own == {f"-{attribute}" for attribute, fact in facts["attributes"].items() if fact["sortable"]} | {
+            attribute for attribute, fact in facts["attributes"].items() if fact["sortable"]}, name
+        assert set(filters) - {"id"} == {a for a, f in facts["attributes"].items() if f["filter"]} | {
+            path for link in facts["relationships"].values() for path in link["filter"]}, name
         for operation in facts["operations"]:
             path = f"/api/{name}/{{id}}/{operation['name']}" if operation["on"] == "item" else f"/api/{name}/{operation['name']}"
             assert operation["method"].lower() in document["paths"][path], path
@@ -89,8 +102,12 @@ def test_the_blog_schema_says_what_the_blog_declares(wsgi_app):
     assert articles["attributes"]["createdAt"]["format"] == "date-time"
     assert articles["attributes"]["title"]["requiredOnCreate"] is True
     assert articles["attributes"]["body"]["nullable"] is True
-    assert articles["relationships"]["author"] == {
+    author = articles["relationships"]["author"]
+    assert {key: author[key] for key in LINK_FIELDS - {"filter", "sort"}} == {
         "toMany": False, "types": ["users"], "nullable": False, "writable": True, "includable": True, "filterable": True}
+    assert sorted(author["filter"]) == ["author", "author.articles", "author.email", "author.name"]
+    assert "contains" in author["filter"]["author.name"] and "contains" not in author["filter"]["author"]  # ids: no text operators
+    assert articles["relationships"]["comments"]["sort"] == ["comments.count", "comments.max.createdAt", "comments.min.createdAt"]
     assert articles["relationships"]["tags"]["toMany"] is True
     assert schema["types"]["comments"]["relationships"]["author"]["nullable"] is True  # a NULL foreign key
     assert users["relationships"]["profile"]["nullable"] is True  # held by the profile: a user may have none
@@ -107,10 +124,9 @@ def test_the_schema_bytes_are_stable_and_sorted(wsgi_app):
 
 
 def test_the_blog_schema_lists_the_dotted_paths_a_client_may_filter_and_sort_by(wsgi_app):
-    paths = schema_of(wsgi_app.registry)["types"]["articles"]["paths"]
-    assert paths["author.name"] == {"filter": ["eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains", "icontains",
-                                               "startswith", "isnull"], "sortable": True}
-    assert paths["comments.count"] == {"filter": [], "sortable": True}
-    assert paths["tags.name"]["sortable"] is False and "icontains" in paths["tags.name"]["filter"]
-    assert "contains" not in paths["author.articles"]["filter"]  # a path ending in a relationship compares ids
-    assert "title" not in paths  # the type's own members are attributes, not paths
+    relationships = schema_of(wsgi_app.registry)["types"]["articles"]["relationships"]
+    assert relationships["author"]["filter"]["author.name"] == ["eq", "ne", "lt", "lte", "gt", "gte", "in", "nin", "contains",
+                                                               "icontains", "startswith", "isnull"]
+    assert "contains" not in relationships["author"]["filter"]["author"]  # the relationship itself compares ids
+    assert "comments.count" in relationships["comments"]["sort"] and "author.name" in relationships["author"]["sort"]
+    assert "tags.name" in relationships["tags"]["filter"] and "tags.name" not in relationships["tags"]["sort"]

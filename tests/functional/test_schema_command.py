@@ -119,3 +119,12 @@ def test_check_tells_a_breaking_version_of_an_application_from_a_compatible_one(
     ]
     assert schemacli.main(["check", second, first]) == 1  # and back: what version 2 added is removed
     assert "BREAKING notes.pinned: attribute removed" in capsys.readouterr().out.splitlines()
+
+
+def test_the_client_command_refuses_a_language_it_does_not_write(blog_ini, tmp_path, capsys):
+    from jsonapi_pyramid import clientcli
+
+    with pytest.raises(SystemExit) as exit_:
+        clientcli.main([str(blog_ini), "--lang", "cobol", "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and "invalid choice: 'cobol'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
