@@ -4,6 +4,7 @@ all-or-nothing, If-Match on the PATCH, Idempotency-Key replay, and the statement
 the atomic operations the request stands for."""
 from __future__ import annotations
 
+import jsonschema
 import orjson
 import pytest
 from sqlalchemy import func, select
@@ -218,3 +219,21 @@ def test_statements_are_no_more_than_the_atomic_operations_it_stands_for(sidepos
         assert sideposted(n, f"s{n}") <= atomic(n, f"a{n}")
     two, four = sideposted(2, "x"), sideposted(4, "y")
     assert sideposted(8, "z") - four == 2 * (four - two)  # linear in the resources sent
+
+
+# -- documented ----------------------------------------------------------------------------------
+
+def test_openapi_declares_the_extension_on_every_create_and_update(api, sidepost, admin):
+    document = api.get("/api/openapi.json").json
+    assert EXT in document["info"]["description"]
+    schemas = document["components"]["schemas"]
+    for path, method, status in (("/api/articles", "post", "201"), ("/api/tags/{id}", "patch", "200")):
+        operation = document["paths"][path][method]
+        assert operation["requestBody"]["content"][SIDEPOST]["schema"] == {"$ref": "#/components/schemas/SidepostRequest"}
+        assert SIDEPOST in operation["responses"][status]["content"]
+    assert schemas["SidepostRequest"]["properties"]["included"]["maxItems"] == 100
+    assert SIDEPOST not in document["paths"]["/api/articles/{id}"]["delete"].get("requestBody", {}).get("content", {})
+    body = {"data": new_article(tags=[lid("tags", "t")]), "included": [tag("documented", "t")]}
+    validator = jsonschema.Draft202012Validator({**schemas["SidepostRequest"], "components": document["components"]})
+    validator.validate(body)
+    sidepost("post", "/api/articles", body, admin, 201)
