@@ -50,7 +50,7 @@ from .views import VIEWS
 from .views.write import OPERATIONS
 from .writes import Write
 
-__all__ = ["ATOMIC_EXT", "operations_view", "perform_operation"]
+__all__ = ["ATOMIC_EXT", "operations_view"]
 
 OPS = {"add": "POST", "update": "PATCH", "remove": "DELETE"}
 OPERATION_MEMBERS = frozenset({"op", "ref", "href", "data", "meta"})

@@ -39,10 +39,10 @@ from pyramid.request import Request
 
 from ..contract import get_registry
 from . import checks
-from .client import SCHEMA_PATH, Client, schema_validator
+from .client import SCHEMA_PATH, Client, schema_validator, without_local_ids
 from .kit import Kit
 
-__all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_validator"]
+__all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_validator", "without_local_ids"]
 
 #: The checks generated for every type (relationships add one case each).
 TYPE_CHECKS = ("crud", "errors", "filter", "sort", "pages", "stats")
