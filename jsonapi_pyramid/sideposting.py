@@ -69,8 +69,9 @@ class Node:
 
 def sidepost_view(context: Any, request: Request) -> dict[Any, Any]:
     """``POST /api/<type>`` (201) or ``PATCH /api/<type>/<id>`` (200) with new resources in ``included``."""
+    if SIDEPOST_EXT in content_extensions(request):  # every answer to it, errors included, names the ext
+        request.add_response_callback(_name_the_extension)
     primary, included = read_document(request)
-    request.add_response_callback(_name_the_extension)
     definition = context.definition
     plan = parse_query(request, definition, collection=False)
     nodes = plan_nodes(request, primary, included, creating=context.entity is None)

@@ -143,7 +143,9 @@ def test_the_extension_without_included_is_the_ordinary_write(sidepost, admin):
 ])
 def test_malformed_sideposts_are_400_with_a_pointer_and_change_nothing(sidepost, admin, engine, document, pointer):
     before = snapshot(engine)
-    error = sidepost("post", "/api/articles", document, admin, 400).json["errors"][0]
+    response = sidepost("post", "/api/articles", document, admin, 400)
+    assert response.headers["Content-Type"] == SIDEPOST
+    error = response.json["errors"][0]
     assert error["source"] == {"pointer": pointer}
     assert snapshot(engine) == before
 
@@ -159,6 +161,12 @@ def test_included_without_the_extension_is_400(sidepost, admin, engine):
 
 def test_the_atomic_extension_on_a_resource_endpoint_is_still_415(sidepost, admin):
     sidepost("post", "/api/articles", {"data": new_article()}, admin, 415, content_type=ATOMIC)
+    sidepost("post", "/api/operations", {"atomic:operations": []}, admin, 415)  # and sideposting's on operations
+
+
+def test_accept_may_name_the_extension(api):
+    api.get("/api/articles", headers={"Accept": SIDEPOST}, status=200)
+    api.get("/api/articles", headers={"Accept": 'application/vnd.api+json; ext="https://example.com/other"'}, status=406)
 
 
 def test_more_resources_than_the_limit_is_413(sidepost, admin, wsgi_app, monkeypatch):
