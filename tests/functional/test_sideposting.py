@@ -94,6 +94,16 @@ def test_new_comments_name_their_new_article_by_its_lid_and_the_include_paramete
     assert db.scalar(select(func.count()).select_from(Comment).where(Comment.article_id == int(body["data"]["id"]))) == 2
 
 
+def test_a_many_to_many_link_named_from_both_sides_is_made_once(sidepost, api, admin):
+    """The article lists the new tag and the tag the new article: the tag is made first without its
+    link, the article with it, then the tag's own link is set (the same pair: one row)."""
+    article = {**new_article("Both ways", tags=[lid("tags", "t")]), "lid": "a"}
+    both = {**tag("both", "t"), "relationships": {"articles": {"data": [lid("articles", "a")]}}}
+    body = sidepost("post", "/api/articles", {"data": article, "included": [both]}, admin, 201).json
+    tags = api.get(f"/api/articles/{body['data']['id']}/tags").json["data"]
+    assert [item["id"] for item in tags] == [body["included"][0]["id"]]
+
+
 def test_a_patch_links_new_tags_and_keeps_if_match(sidepost, api, admin, blog):
     hello = blog["hello"]
     url = f"/api/articles/{hello.id}"
