@@ -2,8 +2,8 @@
 ``included`` of one ``POST`` or ``PATCH``, created and linked in the request's one transaction.
 
 A request that names the extension in ``Content-Type`` (or sends ``included`` without it: 400)
-reaches ``sidepost_view`` instead of the ordinary write view (the ``jsonapi_sidepost`` view
-predicate). Each resource of ``included`` has a ``lid`` and no ``id``; the primary resource and
+is handed to ``sidepost_view`` by the ordinary create and update views, after the permission of
+their row in ``VIEWS``. Each resource of ``included`` has a ``lid`` and no ``id``; the primary resource and
 the included ones name each other by ``{"type", "lid"}`` in their relationships (a ``POST``'s
 primary resource may have a ``lid`` too). The request is translated into the atomic operations it
 stands for and run by the atomic machinery (``atomic.perform_operation``: the target, the
@@ -30,7 +30,6 @@ from typing import Any
 
 from pyramid.config import Configurator
 from pyramid.request import Request
-from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .atomic import check_data, perform_operation
 from .body import document as body_document
@@ -46,8 +45,8 @@ from .negotiation import SIDEPOST_EXT, SIDEPOST_MEDIA_TYPE, content_extensions
 from .query import parse_query
 from .renderer import MEDIA_TYPE
 from .stored import load_stored_many, load_stored_tagged
-from .traversal import Collection, Item
 from .validation import required_on_create
+from .views.write import SIDEPOST_VIEW
 
 __all__ = ["SIDEPOST_EXT", "sidepost_view"]
 
@@ -296,30 +295,8 @@ def _add_created(request: Request, plan: Any, document: dict[Any, Any], nodes: d
         shown[key]["lid"] = nodes[index].data["lid"]
 
 
-class SidepostPredicate:
-    """View predicate ``jsonapi_sidepost=True``: the request names the sideposting extension in
-    ``Content-Type``, or its document has a top-level ``included`` (refused without it)."""
-
-    def __init__(self, value: Any, config: Configurator) -> None:
-        self.value = bool(value)
-
-    def text(self) -> str:
-        return f"jsonapi_sidepost = {self.value}"
-
-    phash = text
-
-    def __call__(self, context: Any, request: Request) -> bool:
-        if SIDEPOST_EXT in content_extensions(request):
-            return self.value
-        document = request.jsonapi_body.document
-        return (isinstance(document, dict) and "included" in document) == self.value
-
-
 def includeme(config: Configurator) -> None:
-    """The sideposting view of ``POST`` on a collection and ``PATCH`` on a resource, tried before
-    the ordinary ones (it has one predicate more). Each operation it runs is authorized as the
-    single request it stands for (``atomic.perform_operation``)."""
-    config.add_view_predicate("jsonapi_sidepost", SidepostPredicate)
-    for context, method in ((Collection, "POST"), (Item, "PATCH")):
-        config.add_view(sidepost_view, context=context, request_method=method, jsonapi_sidepost=True,
-                        permission=NO_PERMISSION_REQUIRED, renderer="jsonapi")
+    """Sideposting on: the ordinary create and update views hand a request that names the
+    extension or sends ``included`` to ``sidepost_view`` (``views.write.SIDEPOST_VIEW``). Each
+    operation it runs is authorized as the single request it stands for (``atomic.perform_operation``)."""
+    config.action(("jsonapi", "sideposting"), lambda: config.registry.__setitem__(SIDEPOST_VIEW, sidepost_view))

@@ -174,6 +174,16 @@ def test_the_atomic_extension_on_a_resource_endpoint_is_still_415(sidepost, admi
     sidepost("post", "/api/operations", {"atomic:operations": []}, admin, 415)  # and sideposting's on operations
 
 
+@pytest.mark.parametrize("content_type", [SIDEPOST, "application/vnd.api+json"])
+def test_a_create_a_custom_operation_replaces_takes_no_included(sidepost, blog, engine, content_type):
+    before = snapshot(engine)
+    document = {"data": {"type": "tokens", "attributes": {"email": "alice@example.com", "password": "x"}},
+                "included": [tag("sneaked", "t")]}
+    error = sidepost("post", "/api/tokens", document, {}, 400, content_type=content_type).json["errors"][0]
+    assert error["source"] == {"pointer": "/included"}
+    assert snapshot(engine) == before
+
+
 def test_accept_may_name_the_extension(api):
     api.get("/api/articles", headers={"Accept": SIDEPOST}, status=200)
     api.get("/api/articles", headers={"Accept": 'application/vnd.api+json; ext="https://example.com/other"'}, status=406)
