@@ -109,7 +109,10 @@ def _sideposted(request: Request) -> bool:
     if SIDEPOST_VIEW not in request.registry:
         return False
     document = request.jsonapi_body.document
-    return (isinstance(document, dict) and "included" in document) or SIDEPOST_EXT in content_extensions(request)
+    if isinstance(document, dict) and "included" in document:
+        return True
+    # the media type parsed only when it may name the extension (an ordinary write's is not)
+    return SIDEPOST_EXT in request.headers.get("Content-Type", "") and SIDEPOST_EXT in content_extensions(request)
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:
