@@ -42,6 +42,7 @@ from .body import document as body_document
 from .contract import get_registry
 from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from .local_ids import LocalIds, replace_local_ids, take_new_lid, token
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
 from .stored import load_stored
 from .traversal import ApiRoot
@@ -125,7 +126,7 @@ def _check_operation(operation: Any, pointer: str) -> None:
         raise BadRequest("An operation must be an object.", pointer=pointer)
     for name in operation:
         if name not in OPERATION_MEMBERS:
-            raise BadRequest(f"An operation has no member {name!r}.", pointer=f"{pointer}/{_token(name)}")
+            raise BadRequest(f"An operation has no member {name!r}.", pointer=f"{pointer}/{token(name)}")
     op = operation.get("op")
     if not isinstance(op, str) or op not in OPS:
         raise BadRequest("op must be 'add', 'update' or 'remove'.", pointer=f"{pointer}/op")
@@ -137,10 +138,10 @@ def _check_operation(operation: Any, pointer: str) -> None:
     if "ref" in operation:
         _check_ref(operation["ref"], f"{pointer}/ref")
     if "data" in operation:
-        _check_data(operation["data"], f"{pointer}/data")
+        check_data(operation["data"], f"{pointer}/data")
 
 
-def _check_data(data: Any, pointer: str) -> None:
+def check_data(data: Any, pointer: str) -> None:
     """``data``: a resource object or linkage; its ``type``, ``id`` and ``lid`` strings, and so in
     the resource identifiers of its relationships."""
     if isinstance(data, list):
@@ -154,7 +155,7 @@ def _check_data(data: Any, pointer: str) -> None:
     if isinstance(relationships, dict):
         for name, member in relationships.items():
             if isinstance(member, dict) and isinstance(member.get("data"), (dict, list)):
-                linkage, at = member["data"], f"{pointer}/relationships/{_token(name)}/data"
+                linkage, at = member["data"], f"{pointer}/relationships/{token(name)}/data"
                 for index, item in enumerate(linkage if isinstance(linkage, list) else [linkage]):
                     _check_identifier(item, f"{at}/{index}" if isinstance(linkage, list) else at)
 
@@ -200,28 +201,24 @@ def prefixed(error: JsonApiError, prefix: str) -> JsonApiError:
 
 # -- one operation -------------------------------------------------------------------------------
 
-class LocalIds:
-    """The ids of the resources added so far under a ``lid``: ``get(type, lid)``; ``lids`` all the
-    lids introduced (a lid names one resource, whatever its type)."""
-
-    def __init__(self) -> None:
-        self.ids: dict[tuple[Any, ...], str] = {}
-        self.lids: set[str] = set()
-
-    def add(self, type_name: str, lid: str, resource_id: str) -> None:
-        self.ids[(type_name, lid)] = resource_id
-        self.lids.add(lid)
-
-    def get(self, type_name: Any, lid: Any) -> str | None:
-        return self.ids.get((type_name, lid))
-
-
 def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalIds, builder: Any) -> dict[Any, Any]:
     """Run one operation as its single request would run; its result object."""
+    context, entity = perform_operation(request, operation, local_ids)
+    if entity is None:
+        return {}
+    # the result is the resource as the database holds it after this operation (read back, as
+    # the single request's answer is), built without SQL
+    definition = context.definition
+    return {"data": builder.resource(definition, definition.value_of(load_stored(request, definition, entity)))}
+
+
+def perform_operation(request: Request, operation: dict[Any, Any], local_ids: LocalIds, context: Any = None) -> tuple[Any, Any]:
+    """Authorize and run one operation (a new ``lid`` noted); ``(its node, the entity added or
+    updated, or None)``. ``context``: the target node, when the caller has it (a request's own)."""
     op = operation["op"]
-    data, lid = _take_new_lid(op, operation.get("data"), local_ids)
-    if "ref" in operation or "href" in operation:  # the target first, as a URL comes before a body
-        context = find_target(request, operation, None, local_ids)
+    data, lid = take_new_lid(op, operation.get("data"), local_ids)
+    if context is not None or "ref" in operation or "href" in operation:  # the target first, as a URL before a body
+        context = context if context is not None else find_target(request, operation, None, local_ids)
         data = replace_local_ids(data, local_ids)
     else:
         data = replace_local_ids(data, local_ids)
@@ -233,72 +230,9 @@ def run_operation(request: Request, operation: dict[Any, Any], local_ids: LocalI
         node.payload = data
     _authorize(request, context, permission)
     entity = OPERATIONS[view](Write(context, data, meta=operation.get("meta")))
-    if entity is None:
-        return {}
-    definition = context.definition
-    if lid is not None:
-        local_ids.add(definition.type, lid, definition.identity(entity))
-    # the result is the resource as the database holds it after this operation (read back, as
-    # the single request's answer is), built without SQL
-    return {"data": builder.resource(definition, definition.value_of(load_stored(request, definition, entity)))}
-
-
-def _take_new_lid(op: str, data: Any, local_ids: LocalIds) -> Any:
-    """``(data without its lid, lid)`` for an ``add`` of a resource that introduces a ``lid``;
-    ``(data, None)`` otherwise."""
-    if op != "add" or not isinstance(data, dict) or "lid" not in data:
-        return data, None
-    data = dict(data)
-    lid = data.pop("lid")
-    if not isinstance(lid, str) or not lid:
-        raise BadRequest("lid must be a non-empty string.", pointer="/data/lid")
-    if "id" in data:
-        raise BadRequest("A resource is named by id or by lid, not both.", pointer="/data/lid")
-    if lid in local_ids.lids:
-        raise BadRequest(f"The lid {lid!r} is used by an earlier operation already.", pointer="/data/lid")
-    return data, lid
-
-
-def replace_local_ids(data: Any, local_ids: LocalIds, pointer: str = "/data") -> Any:
-    """A copy of ``data`` in which every ``{type, lid}`` of a resource added earlier is
-    ``{type, id}``: ``data`` itself (an update's target, a to-one's linkage), the items of an array
-    (a to-many's linkage) and ``data.relationships.*.data``."""
-    if isinstance(data, list):
-        return [replace_local_ids(item, local_ids, f"{pointer}/{index}") for index, item in enumerate(data)]
-    if not isinstance(data, dict):
-        return data
-    if "lid" in data:
-        data = _resolved_identifier(data, local_ids, pointer)
-    relationships = data.get("relationships")
-    if isinstance(relationships, dict):
-        data = dict(data)
-        data["relationships"] = {name: _member_without_lids(member, local_ids, f"{pointer}/relationships/{_token(name)}")
-                                 for name, member in relationships.items()}
-    return data
-
-
-def _token(name: Any) -> str:
-    """A member name as a JSON pointer token (RFC 6901)."""
-    return str(name).replace("~", "~0").replace("/", "~1")
-
-
-def _member_without_lids(member: Any, local_ids: LocalIds, pointer: str) -> Any:
-    if not isinstance(member, dict) or "data" not in member:
-        return member
-    return {**member, "data": replace_local_ids(member["data"], local_ids, f"{pointer}/data")}
-
-
-def _resolved_identifier(identifier: dict[Any, Any], local_ids: LocalIds, pointer: str) -> dict[Any, Any]:
-    if "id" in identifier:
-        raise BadRequest("A resource identifier has id or lid, not both.", pointer=f"{pointer}/lid")
-    lid = identifier["lid"]
-    found = local_ids.get(identifier.get("type"), lid) if isinstance(lid, str) else None
-    if found is None:
-        raise BadRequest(f"No earlier operation added a {identifier.get('type')!r} resource with lid {lid!r}.",
-                         pointer=f"{pointer}/lid")
-    resolved = {name: value for name, value in identifier.items() if name != "lid"}
-    resolved["id"] = found
-    return resolved
+    if entity is not None and lid is not None:
+        local_ids.add(context.definition.type, lid, context.definition.identity(entity))
+    return context, entity
 
 
 def find_target(request: Request, operation: dict[Any, Any], data: Any, local_ids: LocalIds) -> Any:

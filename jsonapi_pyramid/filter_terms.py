@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .durations import parse_duration
 from .errors import BadRequest
 from .schema import column_kind, enum_choices
 
@@ -62,8 +63,9 @@ def parse_term(definition: Any, parameter: str, key: str, op: str | None, raw: s
         choices = list(enum_choices(column_type).values())
         start, stop = _ENUM_SLICES[operator](choices.index(parse_value(raw, column_type, None, parameter, kind)))
         return FilterTerm(parameter, path, "in", choices[start:stop])
-    if operator in _LIST_OPERATORS or (op is None and "," in raw):
-        operator = {"eq": "in"}.get(operator, operator)
+    if operator in _LIST_OPERATORS or (op is None and "," in raw) or kind == "composite":
+        # a composite id is compared as a row value in a list (``filtering._compare``)
+        operator = {"eq": "in", "ne": "nin"}.get(operator, operator)
         values = [parse_value(item, column_type, parse_id, parameter, kind) for item in raw.split(",")]
         return FilterTerm(parameter, path, operator, values)
     return FilterTerm(parameter, path, operator, parse_value(raw, column_type, parse_id, parameter, kind))
@@ -72,16 +74,18 @@ def parse_term(definition: Any, parameter: str, key: str, op: str | None, raw: s
 def filter_operators(kind: str, is_id: bool = False) -> tuple[str, ...]:
     """The operators a path ending in a value of ``kind`` (``schema.column_kind``; ``is_id``: an
     id or a relationship) takes: the text ones on text only, ordering on all but true/false (an
-    ``Enum`` in the order of its declaration). The OpenAPI document offers exactly these."""
+    ``Enum`` in the order of its declaration; a composite id: equality and lists only). The OpenAPI
+    document offers exactly these."""
+    if kind == "composite":
+        return tuple(operator for operator in FILTER_OPERATORS if operator in ("eq", "ne", "in", "nin", "isnull"))
     return tuple(operator for operator in FILTER_OPERATORS
                  if not (operator in _TEXT_OPERATORS and (is_id or kind != "string"))
                  and not (operator in _ORDER_OPERATORS and not is_id and kind == "boolean"))
 
 
 def path_operators(definition: Any, path: str) -> tuple[str, ...]:
-    """The operators ``filter[<path>][<op>]`` takes on ``definition`` (a declared filterable path
-    or ``id``), as ``parse_term`` decides them."""
-    kind, _column_type, parse_id = _terminal(definition, tuple(path.split(".")))
+    """The operators ``filter[<path>]`` takes on ``definition``'s type (a declared dotted path)."""
+    kind, _column_type, parse_id = _terminal(definition, path.split("."))
     return filter_operators(kind, parse_id is not None)
 
 
@@ -140,6 +144,8 @@ def parse_value(raw: str, column_type: Any, parse_id: Any, parameter: str, kind:
             return dt.time.fromisoformat(raw)
         if kind == "uuid":
             return uuid.UUID(raw)
+        if kind == "duration":
+            return parse_duration(raw)
         if kind == "enum" and column_type.enums:
             return enum_choices(column_type)[raw]  # KeyError: not one of them
         return raw

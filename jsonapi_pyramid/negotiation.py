@@ -1,11 +1,12 @@
 """Content negotiation (JSON:API 1.1) and the body size limit, as a tween under the exception view.
 
 * A request with a body must say ``Content-Type: application/vnd.api+json``; any other type, no
-  type, or media type parameters other than ``ext``/``profile`` -> 415. The one extension
-  supported is atomic operations (``ATOMIC_EXT``), and only on their endpoint
-  (``/api/operations``): there the ``ext`` must name it, elsewhere any ``ext`` -> 415.
+  type, or media type parameters other than ``ext``/``profile`` -> 415. Two extensions are
+  supported: atomic operations (``ATOMIC_EXT``), only on their endpoint (``/api/operations``),
+  where the ``ext`` must name it; sideposting (``SIDEPOST_EXT``, ``sideposting``) on every other
+  endpoint. Any other ``ext`` -> 415.
 * ``Accept``: when it has JSON:API entries and every one of them carries parameters other than
-  ``ext``/``profile`` or asks for an unsupported extension -> 406 (an ``ext`` naming the atomic
+  ``ext``/``profile`` or asks for an unsupported extension -> 406 (an ``ext`` naming either
   extension is supported, on every endpoint). An ``Accept`` without any JSON:API entry (``*/*``,
   ``text/html``) is served the JSON:API document anyway.
 * A path or query string that is not UTF-8 or holds a NUL character -> 400.
@@ -28,7 +29,10 @@ _ALLOWED_PARAMETERS = {"ext", "profile"}
 ATOMIC_EXT = "https://jsonapi.org/ext/atomic"
 OPERATIONS_NAME = "operations"
 ATOMIC_MEDIA_TYPE = f'{MEDIA_TYPE}; ext="{ATOMIC_EXT}"'
-SUPPORTED_EXTENSIONS = frozenset({ATOMIC_EXT})
+#: Sideposting: new resources in the ``included`` of a ``POST`` or ``PATCH`` (``sideposting``).
+SIDEPOST_EXT = "https://jsonapi-pyramid.readthedocs.io/en/latest/sideposting.html"
+SIDEPOST_MEDIA_TYPE = f'{MEDIA_TYPE}; ext="{SIDEPOST_EXT}"'
+SUPPORTED_EXTENSIONS = frozenset({ATOMIC_EXT, SIDEPOST_EXT})
 
 
 def _parse_media_range(text: str) -> tuple[str, dict[Any, Any]]:
@@ -41,6 +45,12 @@ def _parse_media_range(text: str) -> tuple[str, dict[Any, Any]]:
         key, _, value = part.partition("=")
         parameters[key.strip().lower()] = value.strip().strip('"')
     return media, parameters
+
+
+def content_extensions(request: Request) -> set[str]:
+    """The extensions the request's ``Content-Type`` names (``ext``)."""
+    _media, parameters = _parse_media_range(request.headers.get("Content-Type", ""))
+    return set(parameters.get("ext", "").split())
 
 
 def _acceptable(parameters: dict[Any, Any]) -> bool:
@@ -136,10 +146,11 @@ def _not_acceptable_detail(accept: str) -> str:
 def _check_extensions(extensions: set[Any], atomic: bool) -> None:
     if atomic and ATOMIC_EXT not in extensions:
         raise UnsupportedMediaType(f"Send the atomic operations document as {ATOMIC_MEDIA_TYPE}.", header="Content-Type")
-    unsupported = extensions - SUPPORTED_EXTENSIONS if atomic else extensions
+    unsupported = extensions - {ATOMIC_EXT if atomic else SIDEPOST_EXT}
     if unsupported:
-        where = "is supported" if atomic else f"is supported, on {OPERATIONS_NAME} only"
-        raise UnsupportedMediaType(f"Unsupported extension {' '.join(sorted(unsupported))!r}: only {ATOMIC_EXT} {where}.",
+        where = (f"only {ATOMIC_EXT} is supported" if atomic
+                 else f"{SIDEPOST_EXT} is supported here, {ATOMIC_EXT} on {OPERATIONS_NAME} only")
+        raise UnsupportedMediaType(f"Unsupported extension {' '.join(sorted(unsupported))!r}: {where}.",
                                    header="Content-Type")
 
 

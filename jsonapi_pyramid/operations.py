@@ -50,7 +50,7 @@ from .body import request_data
 from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
 from .document import page_document, resource_document
-from .errors import ValidationFailed, method_not_allowed_view
+from .errors import BadRequest, ValidationFailed, method_not_allowed_view
 from .includes import load_document
 from .loading import Loaded
 from .preconditions import check_if_match
@@ -91,6 +91,9 @@ class Operation:
     conditional: bool = False
 
     def __call__(self, context: Any, request: Request) -> Any:
+        if not self.name and _has_included(request):
+            raise BadRequest(f"This {self.request_method} of {context.definition.type} is a custom operation, which "
+                             "takes no included (no sideposting).", pointer="/included")
         if self.conditional:
             check_if_match(request, context.definition, context.entity)
         if self.validate is None:
@@ -100,6 +103,11 @@ class Operation:
         if self.conditional:
             _tag(context, request, answer)
         return answer
+
+
+def _has_included(request: Request) -> bool:
+    document = request.jsonapi_body.document
+    return isinstance(document, dict) and "included" in document
 
 
 def _tag(context: Any, request: Request, answer: Any) -> None:

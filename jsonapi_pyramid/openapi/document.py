@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from ..contract import get_registry
+from ..negotiation import SIDEPOST_EXT
 from ..renderer import MEDIA_TYPE
 from ..stats import PROFILE as STATS_PROFILE
 from ..views import VIEWS
@@ -18,6 +19,7 @@ from .idempotency import add_idempotency
 from .parameters import ParametersMixin
 from .paths import PathsMixin
 from .prefer import add_prefer
+from .sideposting import add_sideposting
 
 
 def get_document(registry: Any) -> dict[Any, Any]:
@@ -34,7 +36,8 @@ def get_document(registry: Any) -> dict[Any, Any]:
 def build_document(registry: Any) -> dict[Any, Any]:
     """Build the OpenAPI 3.1 document of the Pyramid ``registry``'s resources (not cached)."""
     jsonapi = get_registry(registry)
-    return add_idempotency(add_prefer(add_conditional_requests(_Builder(registry).build(), jsonapi), jsonapi), jsonapi)
+    document = add_sideposting(_Builder(registry).build(), jsonapi)
+    return add_idempotency(add_prefer(add_conditional_requests(document, jsonapi), jsonapi), jsonapi)
 
 
 class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
@@ -74,8 +77,9 @@ class _Builder(PathsMixin, ParametersMixin, ComponentsMixin):
                     "A JSON:API 1.1 service (https://jsonapi.org/format/1.1/). Every document is "
                     f"`{MEDIA_TYPE}`; send bodies with that `Content-Type`. Authenticate with "
                     "`Authorization: Bearer <token>`. A method an endpoint does not list answers 405 with `Allow`. "
-                    "Extension supported: atomic operations (https://jsonapi.org/ext/atomic) on "
-                    f"`POST {self.root}/operations`. "
+                    "Extensions supported: atomic operations (https://jsonapi.org/ext/atomic) on "
+                    f"`POST {self.root}/operations`; sideposting ({SIDEPOST_EXT}): new resources in the `included` "
+                    "of a create or update, all created and linked in one transaction. "
                     f"Profile supported: statistics ({STATS_PROFILE}): `stats[total]=count`, "
                     "`stats[<attribute>]=count,minimum,maximum,sum,average` and `group=<path>` on every collection "
                     "answer aggregates over the whole filtered set the caller may see in `meta.stats`. "

@@ -23,7 +23,8 @@ and three fixtures in its ``conftest.py``:
 ``conformance(app_factory)`` builds the application once at collection time (no database is
 touched) to read its registry, and returns a test function parametrized with one case per type
 and check: ``<type>:crud``, ``<type>:errors``, ``<type>:filter``, ``<type>:sort``,
-``<type>:pages``, ``<type>:stats`` (the statistics profile) and ``<type>:relationship:<name>``
+``<type>:pages``, ``<type>:stats`` (the statistics profile), ``<type>:sidepost`` (a type with
+relationships: a new related resource in ``included``) and ``<type>:relationship:<name>``
 for every relationship. ``skip`` maps a type or a case id to the reason it is skipped. What each
 case checks is in ``checks``. Every response is validated against the JSON:API 1.1 schema shipped
 in this package (``SCHEMA_PATH``).
@@ -38,10 +39,10 @@ from pyramid.request import Request
 
 from ..contract import get_registry
 from . import checks
-from .client import SCHEMA_PATH, Client, schema_validator
+from .client import SCHEMA_PATH, Client, schema_validator, without_local_ids
 from .kit import Kit
 
-__all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_validator"]
+__all__ = ["SCHEMA_PATH", "Client", "Kit", "cases_of", "conformance", "schema_validator", "without_local_ids"]
 
 #: The checks generated for every type (relationships add one case each).
 TYPE_CHECKS = ("crud", "errors", "filter", "sort", "pages", "stats")
@@ -52,6 +53,8 @@ def cases_of(registry: Any) -> list[str]:
     cases: list[str] = []
     for definition in registry.types.values():
         cases.extend(f"{definition.type}:{check}" for check in TYPE_CHECKS)
+        if len(definition.relationships):  # sideposting needs a relationship to link the new resource by
+            cases.append(f"{definition.type}:sidepost")
         cases.extend(f"{definition.type}:relationship:{name}" for name in definition.relationships.names())
     return cases
 

@@ -19,7 +19,7 @@ from ..jsontypes import attribute_sql_type, check_json_type, json_kind
 from ..schema import enum_choices
 from ..validation import writable_attributes
 
-__all__ = ["crud", "errors", "filter", "pages", "relationship", "sort", "stats"]
+__all__ = ["crud", "errors", "filter", "pages", "relationship", "sidepost", "sort", "stats"]
 
 #: A value of the wrong JSON type for each kind of attribute.
 _WRONG_VALUE = {"string": 12345, "date": 20200131, "date-time": True, "time": 1030, "uuid": 7,
@@ -327,3 +327,28 @@ def relationship(kit: Any, definition: Any, declared: Any) -> None:
 
 def _identifier(item: dict[Any, Any]) -> tuple[Any, ...]:
     return item["type"], item["id"]
+
+
+def sidepost(kit: Any, definition: Any) -> None:
+    """Sideposting: POST a new resource linked, through its first relationship whose target's
+    payload needs no client id, to a new related resource sent in ``included`` by ``lid`` (201);
+    the answer shows both, the related one with its id, its ``lid`` and the values sent, and
+    ``GET ?include=<relationship>`` shows the link."""
+    import pytest  # the [testing] extra
+
+    for declared in definition.relationships:
+        target = kit.payload(declared.target_definition.type)
+        if "id" not in target:
+            break
+    else:
+        pytest.skip(f"every type {definition.type} links to needs client ids, which a new resource in included has not")
+    data = kit.payload(definition.type)
+    linkage = {"type": target["type"], "lid": "new-1"}
+    data["relationships"] = {**data.get("relationships", {}), declared.name: {"data": [linkage] if declared.many else linkage}}
+    response = kit.client.sidepost("post", kit.url(definition.type), data, [{**target, "lid": "new-1"}], 201)
+    created = [item for item in response.json.get("included", ()) if item.get("lid") == "new-1"]
+    assert len(created) == 1, response.json
+    _assert_shows(created[0], target)
+    document = kit.client.get(response.json["data"]["links"]["self"], params={"include": declared.name}).json
+    linked = document["data"]["relationships"][declared.name]["data"]
+    assert _identifier(created[0]) in [_identifier(item) for item in (linked if declared.many else [linked])]

@@ -22,15 +22,21 @@ from ..conditional import etag_of, etags_enabled, tag_answer, tag_body, tag_owne
 from ..document import linkage_document, resource_document
 from ..includes import load_document
 from ..loading import Loaded, load_linkage
+from ..negotiation import SIDEPOST_EXT, content_extensions
 from ..prefer import APPLIED, MINIMAL, return_minimal
 from ..query import parse_query
 from ..renderer import dumps
 from ..stored import load_stored_tagged
 from ..writes import Write
 
+#: The Pyramid registry's key of the sideposting view (``sideposting``: new resources in ``included``).
+SIDEPOST_VIEW = "jsonapi.sidepost_view"
+
 
 def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
+    if _sideposted(request):
+        return request.registry[SIDEPOST_VIEW](context, request)
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
     stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
@@ -47,6 +53,8 @@ def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
     the updated resource document, and the ``ETag`` a plain GET of it would now carry; with
     ``Prefer: return=minimal``, 204 with that ``ETag``."""
+    if _sideposted(request):
+        return request.registry[SIDEPOST_VIEW](context, request)
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
     stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
@@ -109,6 +117,17 @@ OPERATIONS = {
     replace_to_many: writes.replace_to_many,
     remove_from_many: writes.remove_from_many,
 }
+
+
+def _sideposted(request: Request) -> bool:
+    """The request names the sideposting extension or sends ``included`` (refused without it)."""
+    if SIDEPOST_VIEW not in request.registry:
+        return False
+    document = request.jsonapi_body.document
+    if isinstance(document, dict) and "included" in document:
+        return True
+    # the media type parsed only when it may name the extension (an ordinary write's is not)
+    return SIDEPOST_EXT in request.headers.get("Content-Type", "") and SIDEPOST_EXT in content_extensions(request)
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:

@@ -86,7 +86,7 @@ def test_the_blog_schema_agrees_with_its_openapi_document(wsgi_app):
 def test_the_blog_schema_says_what_the_blog_declares(wsgi_app):
     schema = schema_of(wsgi_app.registry)
     assert sorted(schema["types"]) == ["articles", "comments", "roles", "tags", "tokens", "userProfiles", "users"]
-    assert schema["extensions"] == ["https://jsonapi.org/ext/atomic"]
+    assert schema["extensions"] == ["https://jsonapi-pyramid.readthedocs.io/en/latest/sideposting.html", "https://jsonapi.org/ext/atomic"]
     assert "https://jsonapi-pyramid.readthedocs.io/en/latest/statistics.html" in schema["profiles"]
     users = schema["types"]["users"]
     assert users["attributes"]["password"] == {
