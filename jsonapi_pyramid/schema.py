@@ -35,7 +35,7 @@ from sqlalchemy.sql import Select, sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 __all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
-           "enum_shown", "visibility_of"]
+           "enum_shown", "unserved", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -53,6 +53,9 @@ _KINDS = (
     (sqltypes.Interval, "duration"),  # a ``timedelta``, shown as an ISO 8601 duration (``durations``)
     (postgresql.INTERVAL, "duration"),
 )
+#: SQL types whose values no JSON value stands for alike on every database: an attribute of one is
+#: refused at start-up (``unserved``; JSON columns are served, never compared nor ordered).
+_REFUSED = (sqltypes.LargeBinary, sqltypes.BINARY, sqltypes.VARBINARY, sqltypes.PickleType, sqltypes.ARRAY)
 #: Kinds whose values a pagination cursor carries exactly.
 CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string", "duration"))
 
@@ -64,6 +67,20 @@ def column_kind(column_type: Any) -> str:
         if isinstance(column_type, sql_type):
             return kind
     return "other"
+
+
+def unserved(column_type: Any) -> str | None:
+    """What ``column_type`` is when the library cannot show, take, filter and sort its values alike
+    on every database (bytes, pickled objects, arrays, an ``Enum`` of a Python enum class with
+    values that are not strings, which documents would show by value and writes take by name);
+    None for every type it serves."""
+    if isinstance(column_type, _REFUSED):
+        name = type(column_type).__name__
+        return f"{'an' if name[0] in 'AEIOU' else 'a'} {name} column"
+    enum_class = getattr(column_type, "enum_class", None)
+    if isinstance(column_type, sqltypes.Enum) and enum_class is not None and not _shown_by_value(enum_class):
+        return f"an Enum of {enum_class.__name__}, whose values are not all strings"
+    return None
 
 
 def declared_position(expression: Any, column_type: Any) -> Any:
