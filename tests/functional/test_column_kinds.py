@@ -303,6 +303,12 @@ def test_request_schemas_list_the_writable_attributes_a_colander_schema_leaves_o
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"data": {"type": "notes", "attributes": attributes}}, schemas["NotesCreateRequest"])
         assert post(api, "/api/notes", attributes, status=422).json["errors"][0]["source"] == {"pointer": pointer}
+    # the create example (from the colander node, and the columns a create requires besides) is accepted
+    document = api.get("/api/openapi.json").json
+    example = document["paths"]["/api/notes"]["post"]["requestBody"]["content"][MEDIA_TYPE]["example"]
+    jsonschema.validate(example, schemas["NotesCreateRequest"])
+    assert post(api, "/api/notes", example["data"]["attributes"]).json["data"]["attributes"]["pages"] == example[
+        "data"]["attributes"]["pages"]
     patch = {"data": {"type": "notes", "id": made["id"], "attributes": {"status": "published", "publishedOn": None}}}
     jsonschema.validate(patch, schemas["NotesUpdateRequest"])
     patched = api.patch(made["links"]["self"], orjson.dumps(patch), headers={"Content-Type": MEDIA_TYPE}).json["data"]
