@@ -12,7 +12,7 @@ import pathlib
 import pytest
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
-from sqlalchemy import ARRAY, JSON, Enum, Integer, LargeBinary, PickleType, String, Time
+from sqlalchemy import ARRAY, JSON, Enum, Integer, Interval, LargeBinary, PickleType, String, Time
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 
@@ -103,3 +103,12 @@ def test_the_types_the_library_serves_start(sql_type):
 def test_a_json_attribute_declared_filterable_or_sortable_is_refused(option):
     text = _refused(_model(JSON(), "Doc"), **{option: ("title", "payload")})
     assert f"things: {option} path 'payload': 'payload' of 'things' is JSON" in text, text
+
+
+def test_an_interval_offers_minimum_and_maximum_and_no_sum():
+    config = _config()
+    config.add_jsonapi_resource(_model(Interval(), "Span"))
+    config.commit()
+    assert config.registry.jsonapi.types["things"].stats["payload"] == ("count", "minimum", "maximum")
+    text = _refused(_model(Interval(), "Summed"), stats={"payload": ("sum",)})
+    assert "things: stats of 'payload': sum needs a number, 'payload' is duration" in text, text
