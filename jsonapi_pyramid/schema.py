@@ -53,9 +53,9 @@ _KINDS = (
     (sqltypes.Interval, "duration"),  # a ``timedelta``, shown as an ISO 8601 duration (``durations``)
     (postgresql.INTERVAL, "duration"),
 )
-#: SQL types whose values no JSON value stands for alike on every database: an attribute of one is
-#: refused at start-up (``unserved``; JSON columns are served, never compared nor ordered).
-_REFUSED = (sqltypes.LargeBinary, sqltypes.BINARY, sqltypes.VARBINARY, sqltypes.PickleType, sqltypes.ARRAY)
+#: SQLAlchemy's types outside the kinds that the library serves all the same: JSON (shown and
+#: written, never compared nor ordered) and an expression's missing type (shown).
+_SERVED_OTHERS = (sqltypes.JSON, sqltypes.NullType)
 #: Kinds whose values a pagination cursor carries exactly.
 CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string", "duration"))
 
@@ -71,10 +71,14 @@ def column_kind(column_type: Any) -> str:
 
 def unserved(column_type: Any) -> str | None:
     """What ``column_type`` is when the library cannot show, take, filter and sort its values alike
-    on every database (bytes, pickled objects, arrays, an ``Enum`` of a Python enum class with
-    values that are not strings, which documents would show by value and writes take by name);
-    None for every type it serves."""
-    if isinstance(column_type, _REFUSED):
+    on every database, else None: a type of SQLAlchemy's own outside the kinds (``column_kind``),
+    JSON and ``NullType`` (bytes, ``PickleType``, ``ARRAY``, PostgreSQL's ``INET``, ``HSTORE``,
+    ranges, ``MONEY``, ...: a JSON value of the wrong type reached the database), or an ``Enum`` of
+    a Python enum class with values that are not strings (documents would show a member by its
+    value, writes and filters take its name). A type of the application's own (a
+    ``TypeDecorator``, a ``UserDefinedType``) converts its values itself: served as its values."""
+    if (column_kind(column_type) == "other" and not isinstance(column_type, _SERVED_OTHERS)
+            and type(column_type).__module__.split(".")[0] == "sqlalchemy"):
         name = type(column_type).__name__
         return f"{'an' if name[0] in 'AEIOU' else 'a'} {name} column"
     enum_class = getattr(column_type, "enum_class", None)

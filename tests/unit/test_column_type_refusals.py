@@ -1,8 +1,9 @@
 """Column types the library cannot serve are refused at start-up, naming the type, the attribute,
 the model's column and the user's line (issue 33): before, a ``LargeBinary`` answered 500 to every
-write and filter, a ``PickleType`` or an ``ARRAY`` took and showed whatever JSON came, and a
+write and filter, a ``PickleType`` or an ``ARRAY`` took and showed whatever JSON came, PostgreSQL's
+``INET``, ``HSTORE``, ranges and ``MONEY`` answered 500 to a JSON value of the wrong type, and a
 ``JSON`` column was filterable and sortable by default although PostgreSQL can neither compare
-nor order ``json`` (500)."""
+nor order ``json`` (500). A ``TypeDecorator`` of the application's own is served as before."""
 from __future__ import annotations
 
 import enum
@@ -12,7 +13,7 @@ import pathlib
 import pytest
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
-from sqlalchemy import ARRAY, JSON, Enum, Integer, Interval, LargeBinary, PickleType, String, Time
+from sqlalchemy import ARRAY, JSON, Enum, Integer, Interval, LargeBinary, PickleType, String, Time, TypeDecorator
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 
@@ -66,6 +67,8 @@ def _refused(model, **options):
 @pytest.mark.parametrize(("sql_type", "named"), [
     (LargeBinary(), "a LargeBinary column"), (postgresql.BYTEA(), "a BYTEA column"), (PickleType(), "a PickleType column"),
     (ARRAY(Integer), "an ARRAY column"), (postgresql.ARRAY(String), "an ARRAY column"),
+    (postgresql.INET(), "an INET column"), (postgresql.HSTORE(), "a HSTORE column"), (postgresql.INT4RANGE(), "an INT4RANGE column"),
+    (postgresql.MONEY(), "a MONEY column"), (postgresql.TSVECTOR(), "a TSVECTOR column"),
     (Enum(Level, name="level"), "an Enum of Level, whose values are not all strings")])
 def test_a_column_type_the_library_cannot_serve_is_refused_at_start_up(sql_type, named):
     text = _refused(_model(sql_type, "Thing"))
@@ -87,7 +90,17 @@ def test_such_a_column_left_out_of_the_attributes_is_fine():
     config.commit()
 
 
-@pytest.mark.parametrize("sql_type", [JSON(), Time(), String(5), Enum("a", "b", name="ab")])
+class Upper(TypeDecorator):
+    """A type of the application's own: it converts its values itself."""
+
+    impl = String(10)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else value.upper()
+
+
+@pytest.mark.parametrize("sql_type", [JSON(), postgresql.JSONB(), Time(), String(5), Enum("a", "b", name="ab"), Upper()])
 def test_the_types_the_library_serves_start(sql_type):
     config = _config()
     config.add_jsonapi_resource(_model(sql_type, "Fine"), writable=("title", "payload"))
