@@ -35,7 +35,7 @@ from sqlalchemy.sql import Select, sqltypes, visitors
 from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 __all__ = ["CURSOR_KINDS", "Field", "StatementCache", "attribute_sql", "build_fields", "column_kind", "declared_position", "enum_choices",
-           "enum_shown", "visibility_of"]
+           "enum_shown", "unserved", "visibility_of"]
 
 #: ``column_kind`` of each SQL type family, most specific first (Enum is a String, Boolean is
 #: not an Integer).
@@ -53,6 +53,9 @@ _KINDS = (
     (sqltypes.Interval, "duration"),  # a ``timedelta``, shown as an ISO 8601 duration (``durations``)
     (postgresql.INTERVAL, "duration"),
 )
+#: SQLAlchemy's types outside the kinds that the library serves all the same: JSON (shown and
+#: written, never compared nor ordered) and an expression's missing type (shown).
+_SERVED_OTHERS = (sqltypes.JSON, sqltypes.NullType)
 #: Kinds whose values a pagination cursor carries exactly.
 CURSOR_KINDS = frozenset(("enum", "boolean", "integer", "number", "datetime", "date", "time", "uuid", "string", "duration"))
 
@@ -64,6 +67,24 @@ def column_kind(column_type: Any) -> str:
         if isinstance(column_type, sql_type):
             return kind
     return "other"
+
+
+def unserved(column_type: Any) -> str | None:
+    """What ``column_type`` is when the library cannot show, take, filter and sort its values alike
+    on every database, else None: a type of SQLAlchemy's own outside the kinds (``column_kind``),
+    JSON and ``NullType`` (bytes, ``PickleType``, ``ARRAY``, PostgreSQL's ``INET``, ``HSTORE``,
+    ranges, ``MONEY``, ...: a JSON value of the wrong type reached the database), or an ``Enum`` of
+    a Python enum class with values that are not strings (documents would show a member by its
+    value, writes and filters take its name). A type of the application's own (a
+    ``TypeDecorator``, a ``UserDefinedType``) converts its values itself: served as its values."""
+    if (column_kind(column_type) == "other" and not isinstance(column_type, _SERVED_OTHERS)
+            and type(column_type).__module__.split(".")[0] == "sqlalchemy"):
+        name = type(column_type).__name__
+        return f"{'an' if name[0] in 'AEIOU' else 'a'} {name} column"
+    enum_class = getattr(column_type, "enum_class", None)
+    if isinstance(column_type, sqltypes.Enum) and enum_class is not None and not _shown_by_value(enum_class):
+        return f"an Enum of {enum_class.__name__}, whose values are not all strings"
+    return None
 
 
 def declared_position(expression: Any, column_type: Any) -> Any:

@@ -21,13 +21,13 @@ from typing import Any
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import Column, inspect
 from sqlalchemy.orm import ColumnProperty, aliased
-from sqlalchemy.sql.sqltypes import NullType
+from sqlalchemy.sql.sqltypes import JSON, NullType
 
 from .hints import did_you_mean
 from .identifiers import id_generated, key_of
 from .records import Readers
 from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
-from .schema import attribute_sql, build_fields, column_kind
+from .schema import attribute_sql, build_fields, column_kind, unserved
 from .stats_rules import resolve_stats
 from .transformer import Transformer, meta_method_name
 
@@ -50,6 +50,7 @@ def resolve_own(definition: Any) -> None:
     definition.id_generated = not key.composite and id_generated(column)
     sample = _resolve_transformer(definition)
     definition.fields = build_fields(model, definition.transformer_class)
+    _check_types(definition)
     definition.owner = aliased(model)
     definition.record_columns = _record_columns(definition, mapper, sample)
     declared = getattr(model, "relationships", None)
@@ -94,6 +95,18 @@ def _resolve_transformer(definition: Any) -> Transformer:
                 f"available_metas but the method {method}() is missing"
             )
     return sample
+
+
+def _check_types(definition: Any) -> None:
+    """Every attribute has a type the library serves (``schema.unserved``)."""
+    for field in definition.fields.values():
+        what = None if field.sql_type is None else unserved(field.sql_type)
+        if what is not None:
+            raise ConfigurationError(
+                f"{definition.type}: attribute {field.name!r} ({definition.model.__name__}.{field.key}) is {what}, which "
+                "the library cannot show, take, filter and sort alike on every database; leave it out of the "
+                "transformer's attributes, or show a column_property or hybrid_property of a supported type"
+            )
 
 
 def _record_columns(definition: Any, mapper: Any, transformer: Transformer) -> tuple[Any, ...] | None:
@@ -172,13 +185,13 @@ def resolve_paths(definition: Any, registry: Any) -> None:
     may run through types registered after this one)."""
     # by default every attribute that SQL can compute; declared ones are checked below
     computed = {name: attribute_sql(definition.model, definition.entity_attribute(name)) for name in definition.attributes}
-    comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], NullType))
+    comparable = tuple(name for name, sql in computed.items() if sql is not None and not isinstance(sql[1], (NullType, JSON)))
     declared_filterable, declared_sortable = definition.declared_filterable, definition.declared_sortable
     definition.filterable = (
         declared_filterable if declared_filterable is not None else comparable + definition.relationships.names()
     )
     definition.sortable = (declared_sortable if declared_sortable is not None
-                           else tuple(n for n, sql in computed.items() if sql))
+                           else tuple(n for n, sql in computed.items() if sql and not isinstance(sql[1], JSON)))
     for kind, paths in (("filterable", definition.filterable), ("sortable", definition.sortable)):
         for path in paths:
             _check_path(definition, kind, path)
@@ -226,7 +239,7 @@ def _check_aggregate(origin: Any, path: str, aggregate: Aggregate) -> None:
     attribute = aggregate.attribute
     sql = attribute_sql(target.model, target.entity_attribute(attribute)) if attribute in target.attributes else None
     declared = target.declared_sortable
-    if sql is None or (declared is not None and attribute not in declared):
+    if sql is None or isinstance(sql[1], JSON) or (declared is not None and attribute not in declared):
         raise ConfigurationError(f"{origin.type}: sortable {path!r}: {attribute!r} is not a sortable attribute of "
                                  f"{target.type!r}")
     if aggregate.function == "sum" and column_kind(sql[1]) not in ("integer", "number"):
@@ -240,6 +253,12 @@ def _check_computable(origin: Any, definition: Any, kind: str, path: str, part: 
         raise ConfigurationError(
             f"{origin.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is not a column, "
             "column_property or hybrid_property with a SQL expression, so SQL cannot compare or sort it"
+        )
+    if isinstance(sql[1], JSON):
+        raise ConfigurationError(
+            f"{origin.type}: {kind} path {path!r}: {part!r} of {definition.type!r} is JSON, which databases neither "
+            "compare nor order alike (PostgreSQL's json not at all); declare a column_property or hybrid_property "
+            "that extracts a typed value, and filter or sort that"
         )
     if kind == "filterable" and isinstance(sql[1], NullType):
         raise ConfigurationError(

@@ -8,7 +8,7 @@ from ..contract import ESTIMATED_COUNT, TOTAL_COUNT
 from ..jsontypes import attribute_sql_type, required_column
 from ..validation import required_on_create, writable_attributes
 from .common import BuilderState, _attribute_schema_node, _camel, _example_id, _instance, _ref
-from .schemas import _column_schema, _described, colander_to_schema, example_for
+from .schemas import _column_schema, _described, colander_to_schema, column_example, example_for
 from .stats import stats_schema
 
 #: The top-level ``meta`` members of a collection's counts (``meta[<type>]=totalCount,estimatedCount``).
@@ -268,6 +268,10 @@ class ComponentsMixin(BuilderState):
         if kind == "update":
             data["id"] = _example_id(definition)
         attributes = example_for(node, kind) if node is not None else {}
+        if kind == "create":  # and what the columns require besides
+            for name in request_attributes_schema(definition, kind, *self._writable_names(definition)).get("required", ()):
+                if name not in attributes:
+                    attributes[name] = column_example(attribute_sql_type(definition.model, definition.entity_attribute(name))[0])
         if attributes:
             data["attributes"] = attributes
         if kind == "create":

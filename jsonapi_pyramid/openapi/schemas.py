@@ -253,6 +253,22 @@ _KIND_SCHEMAS = {
 }
 
 
+#: An example of each ``format`` a column's schema has (``column_example``).
+_FORMAT_EXAMPLES = {"date-time": "2024-01-31T12:00:00Z", "date": "1990-01-31", "time": "12:00:00",
+                    "uuid": "3fa85f64-5717-4562-b3fc-2c963f66afa6", "duration": "PT1H", "decimal": "1"}
+
+
+def column_example(column_type: Any) -> Any:
+    """A value an attribute stored as ``column_type`` takes, by its schema (``_column_schema``)."""
+    schema = _column_schema(column_type)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "format" in schema:
+        return _FORMAT_EXAMPLES[schema["format"]]
+    examples: dict[Any, Any] = {"integer": 1, "number": 1, "boolean": True, "string": "example"[: schema.get("maxLength", 7)]}
+    return examples.get(schema.get("type"), {})
+
+
 def _column_schema(column_type: Any) -> dict[Any, Any]:
     kind = column_kind(column_type)
     if kind == "number" and column_type.asdecimal:

@@ -14,7 +14,7 @@ import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import Date, DateTime, Enum, Integer, Interval, String, create_engine, func, text
+from sqlalchemy import JSON, Date, DateTime, Enum, Integer, Interval, String, create_engine, func, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import RelationshipsCollection, Transformer
@@ -88,6 +88,7 @@ class Incident(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     title: Mapped[str] = mapped_column(String(100))
     resolution_time: Mapped[dt.timedelta | None] = mapped_column(Interval)
+    details: Mapped[dict | None] = mapped_column(JSON)
 
     @classmethod
     def transformer(cls):
@@ -99,7 +100,7 @@ class Incident(Base):
 
 
 class IncidentTransformer(Transformer):
-    attributes = ("title", "resolutionTime")
+    attributes = ("title", "resolutionTime", "details")
 
 
 class TitleOnlySchema(colander.MappingSchema):
@@ -115,7 +116,7 @@ def desk(request, tmp_path_factory):
             config.include("jsonapi_pyramid.db")
             config.include("jsonapi_pyramid")
             config.add_jsonapi_resource(Ticket, writable=("title", "priority"))
-            config.add_jsonapi_resource(Incident, writable=("title", "resolutionTime"))
+            config.add_jsonapi_resource(Incident, writable=("title", "resolutionTime", "details"))
             config.add_jsonapi_resource(Note, create=TitleOnlySchema, writable=("title", "status", "publishedOn", "pages"))
         app = config.make_wsgi_app()
         yield webtest.TestApp(app, extra_environ={"HTTP_HOST": "example.test"}), engine
@@ -263,6 +264,16 @@ def test_an_interval_s_minimum_and_maximum_and_its_openapi_schema(api):
     assert "filter[resolutionTime][contains]" not in parameters
 
 
+def test_a_json_attribute_is_shown_and_written_never_filtered_nor_sorted(api):
+    made = post(api, "/api/incidents", {"title": "j", "details": {"steps": [1, "two"]}}).json["data"]
+    assert api.get(made["links"]["self"]).json["data"]["attributes"]["details"] == {"steps": [1, "two"]}
+    for parameter, value in (("filter[details]", "x"), ("sort", "details"), ("sort", "-details")):
+        error = api.get("/api/incidents", params={parameter: value}, status=400).json["errors"][0]
+        assert error["source"] == {"parameter": parameter}
+    names = {p["name"] for p in api.get("/api/openapi.json").json["components"]["parameters"].values()}
+    assert "filter[resolutionTime]" in names and not {n for n in names if "details" in n and n.startswith("filter")}
+
+
 # -- OpenAPI: every writable attribute in the request schemas ------------------------------------
 
 def test_request_schemas_list_the_writable_attributes_a_colander_schema_leaves_out(api):
@@ -292,6 +303,12 @@ def test_request_schemas_list_the_writable_attributes_a_colander_schema_leaves_o
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"data": {"type": "notes", "attributes": attributes}}, schemas["NotesCreateRequest"])
         assert post(api, "/api/notes", attributes, status=422).json["errors"][0]["source"] == {"pointer": pointer}
+    # the create example (from the colander node, and the columns a create requires besides) is accepted
+    document = api.get("/api/openapi.json").json
+    example = document["paths"]["/api/notes"]["post"]["requestBody"]["content"][MEDIA_TYPE]["example"]
+    jsonschema.validate(example, schemas["NotesCreateRequest"])
+    assert post(api, "/api/notes", example["data"]["attributes"]).json["data"]["attributes"]["pages"] == example[
+        "data"]["attributes"]["pages"]
     patch = {"data": {"type": "notes", "id": made["id"], "attributes": {"status": "published", "publishedOn": None}}}
     jsonschema.validate(patch, schemas["NotesUpdateRequest"])
     patched = api.patch(made["links"]["self"], orjson.dumps(patch), headers={"Content-Type": MEDIA_TYPE}).json["data"]
