@@ -119,6 +119,12 @@ class IdKey:
             return getattr(entity, self.attributes[0])
         return tuple_(*(getattr(entity, name) for name in self.attributes))
 
+    def listed(self) -> Any:
+        """What ``idlists.bind_ids`` binds a list of these ids like: the key's table column (its
+        type's bind processor, read without the mapped attribute's lookups), or the row value of a
+        composite key's columns."""
+        return self.columns[0] if not self.composite else tuple_(*self.columns)
+
     def selected(self, entity: Any) -> tuple[Any, ...]:
         """The key columns of ``entity`` to select, one per part."""
         return tuple(getattr(entity, name) for name in self.attributes)
