@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import and_, bindparam, tuple_
-from sqlalchemy.sql.sqltypes import Integer, String, Uuid
+from sqlalchemy.sql.sqltypes import Enum, Integer, String, Uuid
 
 __all__ = ["CompositeId", "IdKey", "id_generated", "id_rule", "key_of", "parse_int"]
 
@@ -199,7 +199,7 @@ def key_of(model: Any, mapper: Any, declared: str | None) -> tuple[IdKey, str]:
             f"({', '.join(column.name for column in columns)}); leave it out"
         )
     for column in columns:
-        if not isinstance(column.type, (Integer, String, Uuid)):
+        if not isinstance(column.type, (Integer, String, Uuid)) or isinstance(column.type, Enum):
             raise ConfigurationError(
                 f"{model.__name__}: the column {column.name} ({column.type!r}) of its composite primary key is "
                 "not an integer, text or Uuid column"
