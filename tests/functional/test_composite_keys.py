@@ -453,6 +453,14 @@ def test_an_item_with_relationships_has_an_entity_tag_that_follows_its_linkage(a
     assert answer.headers["ETag"] == api.get("/api/accounts/acme~2").headers["ETag"] != tag_after
     api.delete("/api/accounts/acme~2", headers={"If-Match": tag_after}, status=412)
     api.delete("/api/accounts/acme~2", headers={"If-Match": answer.headers["ETag"]}, status=204)
+    # a tag's entity tag holds the composite ids it links to
+    _invoices, tags = linked
+    red = f"/api/tags/{tags[1]}"
+    tag_before = api.get(red).headers["ETag"]
+    api.get(red, headers={"If-None-Match": tag_before}, status=304)
+    api.post(f"{red}/relationships/accounts", orjson.dumps({"data": [{"type": "accounts", "id": "beta~1"}]}),
+             headers={"Content-Type": MEDIA_TYPE}, status=(200, 204))
+    assert api.get(red).headers["ETag"] != tag_before
 
 
 def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
