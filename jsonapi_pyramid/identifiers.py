@@ -154,7 +154,8 @@ class IdKey:
         """``entity``'s id equals the id bound as ``name`` (``bind``)."""
         if not self.composite:
             return getattr(entity, self.attributes[0]) == bindparam(name)
-        return self.sql(entity) == tuple_(*(bindparam(f"{name}_{index}") for index in range(len(self.columns))))
+        return self.sql(entity) == tuple_(*(bindparam(f"{name}_{index}", type_=column.type)  # typed: a UUID binds as its column stores it
+                                            for index, column in enumerate(self.columns)))
 
     def matches(self, entity: Any, value: Any) -> Any:
         """``entity``'s id equals the id ``value`` (its values bound as SQLAlchemy binds literals)."""
@@ -210,5 +211,12 @@ def key_of(model: Any, mapper: Any, declared: str | None) -> tuple[IdKey, str]:
 
 
 def _parse_signed(value: str) -> int:
-    """An integer part of a composite key: ``parse_int``'s digits, or a minus and them."""
-    return -parse_int(value[1:]) if value.startswith("-") else parse_int(value)
+    """An integer part of a composite key: ASCII digits, after a minus for a negative one, a
+    64-bit column's value (any ``BigInteger``)."""
+    digits = value[1:] if value.startswith("-") else value
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
+        raise ValueError(value)
+    number = int(value)
+    if not -(2 ** 63) <= number < 2 ** 63:
+        raise ValueError(value)
+    return number

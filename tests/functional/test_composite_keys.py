@@ -14,7 +14,7 @@ import pytest
 import webtest
 from openapi_spec_validator import validate
 from pyramid.config import Configurator
-from sqlalchemy import Column, ForeignKey, ForeignKeyConstraint, Integer, String, Table, create_engine, event, text
+from sqlalchemy import BigInteger, Column, ForeignKey, ForeignKeyConstraint, Integer, String, Table, Uuid, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -113,6 +113,28 @@ class TagTransformer(Transformer):
     attributes = ("label",)
 
 
+class Slot(Base):
+    """A key of a native UUID and a big integer."""
+
+    __tablename__ = "ck_slots"
+    __jsonapi_type__ = "slots"
+    region: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    position: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    label: Mapped[str] = mapped_column(String(40))
+
+    @classmethod
+    def transformer(cls):
+        return SlotTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class SlotTransformer(Transformer):
+    attributes = ("label",)
+
+
 def make_app(url):
     with Configurator(settings={"sqlalchemy.url": url}) as config:
         config.include("jsonapi_pyramid.db")
@@ -122,6 +144,7 @@ def make_app(url):
         config.add_jsonapi_resource(Invoice, writable=("amount",), filterable=("amount", "account", "account.name", "account.id"),
                                     sortable=("amount", "account.id"))
         config.add_jsonapi_resource(Tag, writable=("label",))
+        config.add_jsonapi_resource(Slot, client_ids=True, writable=("label",))
     return config.make_wsgi_app()
 
 
@@ -240,6 +263,19 @@ def test_an_id_in_another_spelling_names_nothing(api, spelling):
     account(api, "acme~7")
     account(api, "acme%7E~7")
     api.get(f"/api/accounts/{quote(spelling)}", status=404)
+
+
+def test_a_key_of_a_uuid_and_a_big_integer(api):
+    region = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    made = [post(api, "slots", {"id": f"{region}~{position}", "attributes": {"label": str(position)}}).json["data"]["id"]
+            for position in (-(2 ** 62), 0, 2 ** 62)]
+    assert made == [f"{region}~-{2 ** 62}", f"{region}~0", f"{region}~{2 ** 62}"]
+    assert api.get(f"/api/slots/{made[2]}").json["data"]["attributes"] == {"label": str(2 ** 62)}
+    api.get(f"/api/slots/{region.upper()}~0", status=404)
+    assert ids(api, "/api/slots", **{"filter[id]": f"{made[2]},{made[0]}", "sort": "-id"}) == [made[2], made[0]]
+    assert ids(api, "/api/slots", **{"filter[id][nin]": made[1]}, sort="id") == [made[0], made[2]]
+    api.delete(f"/api/slots/{made[1]}", status=204)
+    assert ids(api, "/api/slots", sort="id") == [made[0], made[2]]
 
 
 def test_a_client_id_is_required_checked_and_new(api):
@@ -518,7 +554,8 @@ def jsonapi_client(api):
 
 @pytest.fixture
 def jsonapi_factories():
-    return {"accounts": lambda kit, n: {"id": f"kit {n}/{uuid.uuid4().hex[:6]}~{n}".replace("/", "%2F"),
+    return {"slots": lambda kit, n: {"id": f"{uuid.uuid4()}~{n}", "attributes": {"label": f"Slot {n}"}},
+            "accounts": lambda kit, n: {"id": f"kit {n}/{uuid.uuid4().hex[:6]}~{n}".replace("/", "%2F"),
                                         "attributes": {"name": f"Account {n}"}},
             "invoices": lambda kit, n: {"attributes": {"amount": n}, "relationships": {"account": {"data": kit.create("accounts")}}},
             "tags": lambda kit, n: {"attributes": {"label": f"Tag {n}"}}}
