@@ -298,6 +298,7 @@ def test_filter_by_id_takes_a_list_of_composite_ids(api):
     assert ids(api, **{"filter[id][ne]": "acme~1", "sort": "-id"}) == ["beta~1", "acme~2", "a%2Cb~1"]
     assert ids(api, **{"filter[id][nin]": "acme~1,acme~2", "sort": "id"}) == ["a%2Cb~1", "beta~1"]
     assert ids(api, **{"filter[id]": "acme~3"}) == []
+    assert ids(api, **{"filter[id]": "acme~02"}) == ["acme~2"]  # a filter compares values
     error = api.get("/api/accounts", params={"filter[id]": "acme"}, status=400).json["errors"][0]
     assert error["source"] == {"parameter": "filter[id]"}
     error = api.get("/api/accounts", params={"filter[id][gt]": "acme~1"}, status=400).json["errors"][0]
