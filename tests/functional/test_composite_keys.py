@@ -135,11 +135,16 @@ class SlotTransformer(Transformer):
     attributes = ("label",)
 
 
+#: accounts of the tenant "secret" are hidden from every caller (the visibility rule, one criterion object)
+HIDDEN = Account.tenant != "secret"
+
+
 def make_app(url):
     with Configurator(settings={"sqlalchemy.url": url}) as config:
         config.include("jsonapi_pyramid.db")
         config.include("jsonapi_pyramid")
         config.add_jsonapi_resource(Account, client_ids=True, writable=("name",), sortable=("name", "invoices.count"),
+                                    visible=lambda request: HIDDEN,
                                     filterable=("name", "invoices", "tags", "invoices.amount"))
         config.add_jsonapi_resource(Invoice, writable=("amount",), filterable=("amount", "account", "account.name", "account.id"),
                                     sortable=("amount", "account.id"))
@@ -511,6 +516,30 @@ def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
     assert ids(api, "/api/invoices", sort="-account.id,amount") == [invoices[2], invoices[0], invoices[1]]
     assert ids(api, "/api/invoices", **{"filter[account.id]": "acme~2"}) == [invoices[2]]
     assert sorted(ids(api, "/api/invoices", **{"filter[account.id][nin]": "acme~2,beta~1"})) == sorted(invoices[:2])
+
+
+def test_a_hidden_composite_row_is_missing_everywhere(api, linked, served):
+    invoices, tags = linked
+    with served[1].begin() as connection:  # another writer links a hidden account to invoices[2] and tag red
+        connection.execute(text("INSERT INTO ck_accounts (tenant, number, name) VALUES ('secret', 1, 'S')"))
+        connection.execute(text(f"UPDATE ck_invoices SET tenant = 'secret', account_number = 1 WHERE id = {invoices[2]}"))
+        connection.execute(text(f"INSERT INTO ck_account_tags VALUES ('secret', 1, {tags[0]})"))
+    api.get("/api/accounts/secret~1", status=404)
+    assert "secret~1" not in ids(api)
+    assert ids(api, **{"filter[id]": "secret~1,acme~1"}) == ["acme~1"]
+    assert api.get(f"/api/invoices/{invoices[2]}/relationships/account").json["data"] is None
+    assert ids(api, f"/api/tags/{tags[0]}/accounts", sort="id") == ["acme~1", "acme~2"]
+    document = api.get(f"/api/tags/{tags[0]}", params={"include": "accounts"}).json
+    assert linkage_ids(document["data"]["relationships"]["accounts"]["data"]) == ["acme~1", "acme~2"]
+    document = api.get("/api/invoices", params={"include": "account", "filter[id]": invoices[2]}).json
+    assert document["data"][0]["relationships"]["account"]["data"] is None and document.get("included", []) == []
+    assert ids(api, "/api/invoices", **{"filter[account][isnull]": "true"}) == [invoices[2]]
+    error = patch(api, f"/api/invoices/{invoices[0]}/relationships/account", {"type": "accounts", "id": "secret~1"}, 422)
+    assert error.json["errors"][0]["source"]["pointer"] == "/data"
+    tag_before = api.get(f"/api/tags/{tags[0]}").headers["ETag"]
+    with served[1].begin() as connection:  # a hidden member leaving changes nothing the caller sees
+        connection.execute(text("DELETE FROM ck_account_tags WHERE tenant = 'secret'"))
+    assert api.get(f"/api/tags/{tags[0]}").headers["ETag"] == tag_before
 
 
 def test_atomic_operations_link_by_local_and_composite_ids(api, linked):
