@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import and_, bindparam, tuple_
-from sqlalchemy.sql.sqltypes import Integer, String, Uuid
+from sqlalchemy.sql.sqltypes import Enum, Integer, String, Uuid
 
 __all__ = ["CompositeId", "IdKey", "id_generated", "id_rule", "key_of", "parse_int"]
 
@@ -122,6 +122,12 @@ class IdKey:
             return getattr(entity, self.attributes[0])
         return tuple_(*(getattr(entity, name) for name in self.attributes))
 
+    def listed(self) -> Any:
+        """What ``idlists.bind_ids`` binds a list of these ids like: the key's table column (its
+        type's bind processor, read without the mapped attribute's lookups), or the row value of a
+        composite key's columns."""
+        return self.columns[0] if not self.composite else tuple_(*self.columns)
+
     def selected(self, entity: Any) -> tuple[Any, ...]:
         """The key columns of ``entity`` to select, one per part."""
         return tuple(getattr(entity, name) for name in self.attributes)
@@ -152,7 +158,8 @@ class IdKey:
         """``entity``'s id equals the id bound as ``name`` (``bind``)."""
         if not self.composite:
             return getattr(entity, self.attributes[0]) == bindparam(name)
-        return self.sql(entity) == tuple_(*(bindparam(f"{name}_{index}") for index in range(len(self.columns))))
+        return self.sql(entity) == tuple_(*(bindparam(f"{name}_{index}", type_=column.type)  # typed: a UUID binds as its column stores it
+                                            for index, column in enumerate(self.columns)))
 
     def matches(self, entity: Any, value: Any) -> Any:
         """``entity``'s id equals the id ``value`` (its values bound as SQLAlchemy binds literals)."""
@@ -197,7 +204,7 @@ def key_of(model: Any, mapper: Any, declared: str | None) -> tuple[IdKey, str]:
             f"({', '.join(column.name for column in columns)}); leave it out"
         )
     for column in columns:
-        if not isinstance(column.type, (Integer, String, Uuid)):
+        if not isinstance(column.type, (Integer, String, Uuid)) or isinstance(column.type, Enum):
             raise ConfigurationError(
                 f"{model.__name__}: the column {column.name} ({column.type!r}) of its composite primary key is "
                 "not an integer, text or Uuid column"
@@ -208,5 +215,12 @@ def key_of(model: Any, mapper: Any, declared: str | None) -> tuple[IdKey, str]:
 
 
 def _parse_signed(value: str) -> int:
-    """An integer part of a composite key: ``parse_int``'s digits, or a minus and them."""
-    return -parse_int(value[1:]) if value.startswith("-") else parse_int(value)
+    """An integer part of a composite key: ASCII digits, after a minus for a negative one, a
+    64-bit column's value (any ``BigInteger``)."""
+    digits = value[1:] if value.startswith("-") else value
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
+        raise ValueError(value)
+    number = int(value)
+    if not -(2 ** 63) <= number < 2 ** 63:
+        raise ValueError(value)
+    return number

@@ -330,16 +330,13 @@ def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) 
     edges: dict[Any, tuple[Any, Any]] = {}
     cursor, first_rank = page.shape != "number", page.first
     tail = 4 if cursor else 2  # the window columns after the parent id (records) or the instance
-
-    def parent_and_member(row: Any) -> tuple[Any, Any]:
-        if parents == 1:
-            return (row[-tail - 1], row) if records else (row[0], row[1])
-        if records:  # a composite parent id: its columns as one ``CompositeId``
-            return CompositeId(row[-parents - tail:-tail]), row
-        return CompositeId(row[:parents]), row[parents]
-
-    for row in rows:
-        parent_id, member = parent_and_member(row)
+    if parents == 1:
+        split = [(row[-tail - 1], row) for row in rows] if records else [(row[0], row[1]) for row in rows]
+    elif records:  # a composite parent id: its columns as one ``CompositeId``
+        split = [(CompositeId(row[-parents - tail:-tail]), row) for row in rows]
+    else:
+        split = [(CompositeId(row[:parents]), row[parents]) for row in rows]
+    for (parent_id, member), row in zip(split, rows, strict=True):
         if cursor:
             rank, total, low, high = row[-4:]
             inside = low < rank <= high and (rank > high - page.size if page.shape == "before" else rank <= low + page.size)

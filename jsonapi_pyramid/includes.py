@@ -60,7 +60,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
     get_id = definition.id_of
     parent_ids = [get_id(parent) for parent in parents]
     dialect = dialect_of(request)
-    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_key.sql(definition.model), set(parent_ids), dialect)}
+    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_key.listed(), set(parent_ids), dialect)}
     # the rows of a polymorphic base are shown (and their linkage kept) under their own types
     parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements

@@ -264,7 +264,7 @@ def load_linkage_page(request: Request, definition: Any, plan: Any, *, parent: A
             id_column = key.sql(definition.model)
             members = select(definition.model).where(ids_in(id_column, "jsonapi_ids", dialect))
             found = {key.value(e): e for e in request.dbsession.scalars(
-                members, {"jsonapi_ids": bind_ids(id_column, ids, dialect)})}
+                members, {"jsonapi_ids": bind_ids(key.listed(), ids, dialect)})}
             ids = [found[i] for i in ids]
         loaded = Loaded(definition, ids, cursors=cursors)
     else:
@@ -365,7 +365,7 @@ def count_of(relationship_name: str) -> Any:
         criterion = target.visibility(self.request)
         if criterion is not None:
             statement = statement.where(criterion)
-        rows = execute(self.request, statement, {"jsonapi_ids": bind_ids(key.sql(definition.model), ids, dialect)}).all()
+        rows = execute(self.request, statement, {"jsonapi_ids": bind_ids(key.listed(), ids, dialect)}).all()
         counts = {row[0] if len(row) == 2 else tuple(row[:-1]): row[-1] for row in rows}
         return {entity: counts.get(key.value(entity), 0) for entity in entities}
 

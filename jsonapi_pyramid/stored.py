@@ -48,7 +48,7 @@ def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> 
 
     key = definition.id_key
     keys = [key.value(entity) for entity in entities]
-    parameters = ({"jsonapi_ids": bind_ids(key.sql(definition.model), set(keys), dialect)} if many
+    parameters = ({"jsonapi_ids": bind_ids(key.listed(), set(keys), dialect)} if many
                   else key.bind("jsonapi_id", keys[0]))
     statement = get_registry(request).statements.get(request, ("stored", definition, many, dialect.name if many else None),
                                                      build, parameters)

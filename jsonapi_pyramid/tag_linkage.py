@@ -81,8 +81,9 @@ def _aggregate(request: Request, definition: Any, relationship: Any, postgresql:
 def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
     """The keys linked to the item (``jsonapi_id``) through ``relationship``, between the type's
     alias and an alias of the target; and the text of a target row's identifier: its key
-    (length-prefixed unless an integer: a text key may hold the separator) and, for a
-    polymorphic target, its discriminator."""
+    (length-prefixed unless an integer: a text key may hold the separator; a composite key's
+    parts each length-prefixed, joined by the separator) and, for a polymorphic target, its
+    discriminator."""
     target = relationship.target_definition
     owner = definition.owner
     joined = aliased(target.model)

@@ -146,7 +146,7 @@ def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any
         return statement if criterion is None else statement.where(criterion)
 
     key = target.id_key
-    parameters = {"jsonapi_ids": bind_ids(key.sql(target.model), ids, dialect)}
+    parameters = {"jsonapi_ids": bind_ids(key.listed(), ids, dialect)}
     statement = get_registry(request).statements.get(request, ("linkage-targets", target, dialect.name), build, parameters)
     entities = request.dbsession.scalars(statement, parameters)
     return {key.value(entity): entity for entity in entities}

@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
-from sqlalchemy import ForeignKey, Integer, String
+from sqlalchemy import Enum, ForeignKey, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from jsonapi_pyramid import Transformer
@@ -33,6 +33,14 @@ class Dated(Base):
     __jsonapi_type__ = "dated"
     code: Mapped[str] = mapped_column(String(10), primary_key=True)
     day: Mapped[dt.date] = mapped_column(primary_key=True)
+    transformer = classmethod(lambda cls: Plain())
+
+
+class Graded(Base):
+    __tablename__ = "graded"
+    __jsonapi_type__ = "graded"
+    code: Mapped[str] = mapped_column(String(10), primary_key=True)
+    grade: Mapped[str] = mapped_column(Enum("low", "high", name="grade"), primary_key=True)
     transformer = classmethod(lambda cls: Plain())
 
 
@@ -76,6 +84,9 @@ def test_a_composite_primary_key_takes_no_id_format_and_parts_of_integer_text_or
     with pytest.raises(ConfigurationError, match=r"Dated: the column day \(Date\(\)\) of its composite primary key is "
                                                  r"not an integer, text or Uuid column"):
         commit((Dated, {}))
+    with pytest.raises(ConfigurationError, match=r"Graded: the column grade \(Enum\('low', 'high', name='grade'\)\) of its "
+                                                 r"composite primary key is not an integer, text or Uuid column"):
+        commit((Graded, {}))
 
 
 def test_a_joined_subclass_of_a_registered_base_needs_its_columns_in_the_same_statement():

@@ -14,7 +14,7 @@ import pytest
 import webtest
 from openapi_spec_validator import validate
 from pyramid.config import Configurator
-from sqlalchemy import Column, ForeignKey, ForeignKeyConstraint, Integer, String, Table, create_engine, event, text
+from sqlalchemy import BigInteger, Column, ForeignKey, ForeignKeyConstraint, Integer, String, Table, Uuid, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -113,15 +113,43 @@ class TagTransformer(Transformer):
     attributes = ("label",)
 
 
+class Slot(Base):
+    """A key of a native UUID and a big integer."""
+
+    __tablename__ = "ck_slots"
+    __jsonapi_type__ = "slots"
+    region: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    position: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    label: Mapped[str] = mapped_column(String(40))
+
+    @classmethod
+    def transformer(cls):
+        return SlotTransformer()
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class SlotTransformer(Transformer):
+    attributes = ("label",)
+
+
+#: accounts of the tenant "secret" are hidden from every caller (the visibility rule, one criterion object)
+HIDDEN = Account.tenant != "secret"
+
+
 def make_app(url):
     with Configurator(settings={"sqlalchemy.url": url}) as config:
         config.include("jsonapi_pyramid.db")
         config.include("jsonapi_pyramid")
         config.add_jsonapi_resource(Account, client_ids=True, writable=("name",), sortable=("name", "invoices.count"),
+                                    visible=lambda request: HIDDEN,
                                     filterable=("name", "invoices", "tags", "invoices.amount"))
         config.add_jsonapi_resource(Invoice, writable=("amount",), filterable=("amount", "account", "account.name", "account.id"),
                                     sortable=("amount", "account.id"))
         config.add_jsonapi_resource(Tag, writable=("label",))
+        config.add_jsonapi_resource(Slot, client_ids=True, writable=("label",))
     return config.make_wsgi_app()
 
 
@@ -177,6 +205,22 @@ def account(api, resource_id, name="x"):
     return post(api, "accounts", {"id": resource_id, "attributes": {"name": name}}).json["data"]
 
 
+@contextlib.contextmanager
+def counted(api):
+    """The SQL statements run inside the block."""
+    statements = []
+    engine = api.app.registry["db.engine"]
+
+    def record(conn, cursor, statement, *rest):
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
 def ids(api, url="/api/accounts", **params):
     return [item["id"] for item in api.get(url, params=params).json["data"]]
 
@@ -185,7 +229,9 @@ def test_an_item_is_read_created_updated_and_deleted_by_its_composite_id(api):
     made = account(api, "acme~7", "Seven")
     assert made["id"] == "acme~7"
     assert made["links"]["self"] == "http://example.test/api/accounts/acme~7"
-    assert api.get("/api/accounts/acme~7").json["data"]["attributes"] == {"name": "Seven"}
+    with counted(api) as statements:  # the row and its tag's linkage, in one statement
+        assert api.get("/api/accounts/acme~7").json["data"]["attributes"] == {"name": "Seven"}
+    assert len(statements) == 1, statements
     patched = patch(api, "/api/accounts/acme~7", {"type": "accounts", "id": "acme~7", "attributes": {"name": "Sept"}})
     assert patched.json["data"]["attributes"] == {"name": "Sept"}
     error = patch(api, "/api/accounts/acme~7", {"type": "accounts", "id": "acme~8", "attributes": {"name": "?"}}, 422)
@@ -224,6 +270,19 @@ def test_an_id_in_another_spelling_names_nothing(api, spelling):
     api.get(f"/api/accounts/{quote(spelling)}", status=404)
 
 
+def test_a_key_of_a_uuid_and_a_big_integer(api):
+    region = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    made = [post(api, "slots", {"id": f"{region}~{position}", "attributes": {"label": str(position)}}).json["data"]["id"]
+            for position in (-(2 ** 62), 0, 2 ** 62)]
+    assert made == [f"{region}~-{2 ** 62}", f"{region}~0", f"{region}~{2 ** 62}"]
+    assert api.get(f"/api/slots/{made[2]}").json["data"]["attributes"] == {"label": str(2 ** 62)}
+    api.get(f"/api/slots/{region.upper()}~0", status=404)
+    assert ids(api, "/api/slots", **{"filter[id]": f"{made[2]},{made[0]}", "sort": "-id"}) == [made[2], made[0]]
+    assert ids(api, "/api/slots", **{"filter[id][nin]": made[1]}, sort="id") == [made[0], made[2]]
+    api.delete(f"/api/slots/{made[1]}", status=204)
+    assert ids(api, "/api/slots", sort="id") == [made[0], made[2]]
+
+
 def test_a_client_id_is_required_checked_and_new(api):
     error = post(api, "accounts", {"attributes": {"name": "x"}}, 422).json["errors"][0]
     assert error["source"] == {"pointer": "/data/id"}
@@ -237,11 +296,14 @@ def test_a_client_id_is_required_checked_and_new(api):
 def test_filter_by_id_takes_a_list_of_composite_ids(api):
     for resource_id in ("acme~1", "acme~2", "beta~1", "a%2Cb~1"):
         account(api, resource_id)
-    assert ids(api, **{"filter[id]": "acme~2,beta~1", "sort": "id"}) == ["acme~2", "beta~1"]
+    with counted(api) as statements:
+        assert ids(api, **{"filter[id]": "acme~2,beta~1", "sort": "id"}) == ["acme~2", "beta~1"]
+    assert len(statements) == 1, statements
     assert ids(api, **{"filter[id][in]": "a%2Cb~1,acme~1", "sort": "id"}) == ["a%2Cb~1", "acme~1"]
     assert ids(api, **{"filter[id][ne]": "acme~1", "sort": "-id"}) == ["beta~1", "acme~2", "a%2Cb~1"]
     assert ids(api, **{"filter[id][nin]": "acme~1,acme~2", "sort": "id"}) == ["a%2Cb~1", "beta~1"]
     assert ids(api, **{"filter[id]": "acme~3"}) == []
+    assert ids(api, **{"filter[id]": "acme~02"}) == ["acme~2"]  # a filter compares values
     error = api.get("/api/accounts", params={"filter[id]": "acme"}, status=400).json["errors"][0]
     assert error["source"] == {"parameter": "filter[id]"}
     error = api.get("/api/accounts", params={"filter[id][gt]": "acme~1"}, status=400).json["errors"][0]
@@ -256,7 +318,9 @@ def test_pages_sort_by_another_column_then_by_every_key_column(api):
     assert ids(api, **{"sort": "name", "page[number]": "2", "page[size]": "2"}) == ["b~1", "b~2"]
     seen, url = [], "/api/accounts?sort=name&page[size]=1"
     while url:
-        document = api.get(url, headers={"Accept": CURSOR}).json
+        with counted(api) as statements:
+            document = api.get(url, headers={"Accept": CURSOR}).json
+        assert len(statements) == 1, statements
         seen.extend(item["id"] for item in document["data"])
         url = document["links"].get("next")
     assert seen == ["a~10", "a~2", "b~1", "b~2"]
@@ -313,14 +377,8 @@ def linkage_ids(data):
 
 def test_includes_run_both_ways_through_a_composite_foreign_key_and_an_association_table(api, linked):
     invoices, tags = linked
-    statements = []
-    engine = api.app.registry["db.engine"]
-    record = lambda conn, cursor, statement, *rest: statements.append(statement)  # noqa: E731
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with counted(api) as statements:
         document = api.get("/api/accounts", params={"include": "invoices,tags", "sort": "id"}).json
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
     assert len(statements) == 3, statements  # the accounts, then one statement per include path
     shown = {item["id"]: item["relationships"] for item in document["data"]}
     assert {key: linkage_ids(value["invoices"]["data"]) for key, value in shown.items()} == {
@@ -437,6 +495,14 @@ def test_an_item_with_relationships_has_an_entity_tag_that_follows_its_linkage(a
     assert answer.headers["ETag"] == api.get("/api/accounts/acme~2").headers["ETag"] != tag_after
     api.delete("/api/accounts/acme~2", headers={"If-Match": tag_after}, status=412)
     api.delete("/api/accounts/acme~2", headers={"If-Match": answer.headers["ETag"]}, status=204)
+    # a tag's entity tag holds the composite ids it links to
+    _invoices, tags = linked
+    red = f"/api/tags/{tags[1]}"
+    tag_before = api.get(red).headers["ETag"]
+    api.get(red, headers={"If-None-Match": tag_before}, status=304)
+    api.post(f"{red}/relationships/accounts", orjson.dumps({"data": [{"type": "accounts", "id": "beta~1"}]}),
+             headers={"Content-Type": MEDIA_TYPE}, status=(200, 204))
+    assert api.get(red).headers["ETag"] != tag_before
 
 
 def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
@@ -450,6 +516,30 @@ def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
     assert ids(api, "/api/invoices", sort="-account.id,amount") == [invoices[2], invoices[0], invoices[1]]
     assert ids(api, "/api/invoices", **{"filter[account.id]": "acme~2"}) == [invoices[2]]
     assert sorted(ids(api, "/api/invoices", **{"filter[account.id][nin]": "acme~2,beta~1"})) == sorted(invoices[:2])
+
+
+def test_a_hidden_composite_row_is_missing_everywhere(api, linked, served):
+    invoices, tags = linked
+    with served[1].begin() as connection:  # another writer links a hidden account to invoices[2] and tag red
+        connection.execute(text("INSERT INTO ck_accounts (tenant, number, name) VALUES ('secret', 1, 'S')"))
+        connection.execute(text(f"UPDATE ck_invoices SET tenant = 'secret', account_number = 1 WHERE id = {invoices[2]}"))
+        connection.execute(text(f"INSERT INTO ck_account_tags VALUES ('secret', 1, {tags[0]})"))
+    api.get("/api/accounts/secret~1", status=404)
+    assert "secret~1" not in ids(api)
+    assert ids(api, **{"filter[id]": "secret~1,acme~1"}) == ["acme~1"]
+    assert api.get(f"/api/invoices/{invoices[2]}/relationships/account").json["data"] is None
+    assert ids(api, f"/api/tags/{tags[0]}/accounts", sort="id") == ["acme~1", "acme~2"]
+    document = api.get(f"/api/tags/{tags[0]}", params={"include": "accounts"}).json
+    assert linkage_ids(document["data"]["relationships"]["accounts"]["data"]) == ["acme~1", "acme~2"]
+    document = api.get("/api/invoices", params={"include": "account", "filter[id]": invoices[2]}).json
+    assert document["data"][0]["relationships"]["account"]["data"] is None and document.get("included", []) == []
+    assert ids(api, "/api/invoices", **{"filter[account][isnull]": "true"}) == [invoices[2]]
+    error = patch(api, f"/api/invoices/{invoices[0]}/relationships/account", {"type": "accounts", "id": "secret~1"}, 422)
+    assert error.json["errors"][0]["source"]["pointer"] == "/data"
+    tag_before = api.get(f"/api/tags/{tags[0]}").headers["ETag"]
+    with served[1].begin() as connection:  # a hidden member leaving changes nothing the caller sees
+        connection.execute(text("DELETE FROM ck_account_tags WHERE tenant = 'secret'"))
+    assert api.get(f"/api/tags/{tags[0]}").headers["ETag"] == tag_before
 
 
 def test_atomic_operations_link_by_local_and_composite_ids(api, linked):
@@ -494,7 +584,8 @@ def jsonapi_client(api):
 
 @pytest.fixture
 def jsonapi_factories():
-    return {"accounts": lambda kit, n: {"id": f"kit {n}/{uuid.uuid4().hex[:6]}~{n}".replace("/", "%2F"),
+    return {"slots": lambda kit, n: {"id": f"{uuid.uuid4()}~{n}", "attributes": {"label": f"Slot {n}"}},
+            "accounts": lambda kit, n: {"id": f"kit {n}/{uuid.uuid4().hex[:6]}~{n}".replace("/", "%2F"),
                                         "attributes": {"name": f"Account {n}"}},
             "invoices": lambda kit, n: {"attributes": {"amount": n}, "relationships": {"account": {"data": kit.create("accounts")}}},
             "tags": lambda kit, n: {"attributes": {"label": f"Tag {n}"}}}
