@@ -11,6 +11,7 @@ import gc
 import os
 import secrets
 import traceback
+import warnings
 from typing import Any, Unpack, cast
 
 from pyramid.config import Configurator
@@ -23,6 +24,7 @@ from pyramid.tweens import EXCVIEW
 from .body import json_body, request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
+from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
 from .errors import (
     BadRequest,
     Conflict,
@@ -33,6 +35,7 @@ from .errors import (
     ValidationFailed,
     error_object,
 )
+from .hints import did_you_mean
 from .loading import count_of
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
@@ -132,6 +135,9 @@ _ZERO_TURNS_OFF = frozenset({"idempotency_purge_interval_seconds"})
 
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
+    """The ``jsonapi.*`` settings of ``settings``, checked, with the defaults of ``DEFAULTS``; a
+    ``jsonapi.*`` name that is no setting warns (a misspelt setting would be ignored silently)."""
+    _warn_unknown(settings)
     parsed = {}
     for key, default in DEFAULTS.items():
         raw = settings.get(f"jsonapi.{key}", default)
@@ -162,6 +168,14 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
     if parsed["default_page_size"] > parsed["max_page_size"]:
         raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed
+
+
+def _warn_unknown(settings: Any) -> None:
+    known = {f"jsonapi.{key}" for key in DEFAULTS} | {STATEMENT_TIMEOUT, POOL_TIMEOUT}
+    for name in sorted(name for name in settings if isinstance(name, str) and name.startswith("jsonapi.")):
+        if name not in known:
+            hint = did_you_mean(name, known, prefix="jsonapi.") or "; docs/settings.rst lists them"
+            warnings.warn(f"{name} is no setting of jsonapi_pyramid, so it is ignored{hint}", UserWarning, stacklevel=2)
 
 
 def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[ResourceOptions]) -> Any:

@@ -1,10 +1,14 @@
-"""``jsonapi.*`` settings as ``parse_settings`` reads them: minimums, and 0 where it turns a feature off."""
+"""``jsonapi.*`` settings as ``parse_settings`` reads them: minimums, 0 where it turns a feature off,
+and a warning for a name that is no setting."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
+from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
 
-from jsonapi_pyramid import parse_settings
+from jsonapi_pyramid import DEFAULTS, parse_settings
 
 
 def test_zero_turns_the_purge_off_and_a_negative_interval_is_refused():
@@ -16,3 +20,25 @@ def test_zero_turns_the_purge_off_and_a_negative_interval_is_refused():
 def test_the_largest_kept_answer_is_at_least_one_byte():
     with pytest.raises(ConfigurationError, match="jsonapi.idempotency_max_stored_bytes must be at least 1"):
         parse_settings({"jsonapi.idempotency_max_stored_bytes": "0"})
+
+
+def test_a_misspelt_setting_warns_at_start_up_with_the_one_meant():
+    """``jsonapi.default_pagesize = 5`` was silently ignored (issue 33, finding 8b)."""
+    config = Configurator(settings={"jsonapi.default_pagesize": "5"})
+    with pytest.warns(UserWarning, match=r"jsonapi\.default_pagesize is no setting of jsonapi_pyramid, so it is ignored "
+                                         r"\(did you mean 'jsonapi\.default_page_size'\?\)"):
+        config.include("jsonapi_pyramid")
+    assert config.registry.jsonapi.settings["default_page_size"] == 20
+    with pytest.warns(UserWarning, match=r"jsonapi\.zzz is no setting of jsonapi_pyramid, so it is ignored; "
+                                         r"docs/settings\.rst lists them"):
+        parse_settings({"jsonapi.zzz": "1"})
+
+
+def test_every_known_setting_starts_without_a_warning():
+    """The settings of DEFAULTS and the two of deadlines.py; other namespaces are not ours."""
+    known = {f"jsonapi.{key}": value for key, value in DEFAULTS.items() if isinstance(value, (bool, int, str))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parse_settings({**known, "jsonapi.default_include_size": "10", "jsonapi.cursor_secret": "s", "jsonapi.cors_origins": "https://example.com",
+                        "jsonapi.statement_timeout_ms": "5000", "jsonapi.pool_timeout_seconds": "3",
+                        "jsonapi_blog.anything": "x", "sqlalchemy.url": "sqlite://"})
