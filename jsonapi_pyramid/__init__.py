@@ -159,14 +159,20 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
-    if not parsed["default_include_size"]:
+    given = f" = {parsed['default_page_size']}" + ("" if "jsonapi.default_page_size" in settings else " (its default)")
+    if parsed["default_page_size"] > parsed["max_page_size"]:  # first: the include size follows the page size
+        raise ConfigurationError(
+            f"jsonapi.max_page_size = {parsed['max_page_size']} is below jsonapi.default_page_size{given}: a list "
+            f"without page[size] would be larger than the largest page; set jsonapi.default_page_size = "
+            f"{parsed['max_page_size']} or less too, or raise jsonapi.max_page_size")
+    if not parsed["default_include_size"]:  # unset: the page size, within the include maximum
         parsed["default_include_size"] = min(parsed["default_page_size"], parsed["max_include_size"])
     for bound in ("max_include_size", "max_page_size"):
         if parsed["default_include_size"] > parsed[bound]:
-            raise ConfigurationError(f"jsonapi.default_include_size must not exceed jsonapi.{bound}")
+            raise ConfigurationError(
+                f"jsonapi.default_include_size = {parsed['default_include_size']} is above jsonapi.{bound} = "
+                f"{parsed[bound]} (its maximum); lower it or raise jsonapi.{bound}")
     parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
-    if parsed["default_page_size"] > parsed["max_page_size"]:
-        raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed
 
 

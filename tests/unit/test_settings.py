@@ -42,3 +42,28 @@ def test_every_known_setting_starts_without_a_warning():
         parse_settings({**known, "jsonapi.default_include_size": "10", "jsonapi.cursor_secret": "s", "jsonapi.cors_origins": "https://example.com",
                         "jsonapi.statement_timeout_ms": "5000", "jsonapi.pool_timeout_seconds": "3",
                         "jsonapi_blog.anything": "x", "sqlalchemy.url": "sqlite://"})
+
+
+def test_a_small_max_page_size_names_the_settings_that_conflict_in_the_users_terms():
+    """``jsonapi.max_page_size = 10`` alone once failed on ``jsonapi.default_include_size``, a
+    setting the user never wrote (issue 33, finding 8c)."""
+    with pytest.raises(ConfigurationError) as raised:
+        parse_settings({"jsonapi.max_page_size": "10"})
+    message = str(raised.value)
+    assert "default_include_size" not in message
+    assert message.startswith("jsonapi.max_page_size = 10 is below jsonapi.default_page_size = 20 (its default)")
+    assert "set jsonapi.default_page_size = 10 or less too, or raise jsonapi.max_page_size" in message
+    with pytest.raises(ConfigurationError, match=r"^jsonapi.max_page_size = 10 is below jsonapi.default_page_size = 15: "):
+        parse_settings({"jsonapi.max_page_size": "10", "jsonapi.default_page_size": "15"})
+    assert parse_settings({"jsonapi.max_page_size": "10", "jsonapi.default_page_size": "10"})["default_include_size"] == 10
+
+
+def test_an_include_size_over_its_maximum_names_both_values():
+    with pytest.raises(ConfigurationError, match=r"^jsonapi.default_include_size = 50 is above jsonapi.max_include_size = 30 "
+                                                 r"\(its maximum\); lower it or raise jsonapi.max_include_size"):
+        parse_settings({"jsonapi.default_include_size": "50", "jsonapi.max_include_size": "30"})
+    with pytest.raises(ConfigurationError, match=r"^jsonapi.default_include_size = 50 is above jsonapi.max_page_size = 40 "):
+        parse_settings({"jsonapi.default_include_size": "50", "jsonapi.max_page_size": "40",
+                        "jsonapi.default_page_size": "10"})
+    # unset, it follows the page size within the include maximum: never an error of its own
+    assert parse_settings({"jsonapi.max_include_size": "5"})["default_include_size"] == 5
