@@ -125,9 +125,24 @@ def method_not_allowed_view(allowed: Any) -> Any:
     request time (custom operations)."""
 
     def method_not_allowed(context: Any, request: Request) -> None:
+        if is_preflight(request):  # the CORS tween answers every preflight when CORS is on
+            raise refused_preflight(request, "CORS is off (jsonapi.cors_origins is empty)")
         raise MethodNotAllowed(request.method, allowed(context, request) if callable(allowed) else allowed)
 
     return method_not_allowed
+
+
+def is_preflight(request: Request) -> bool:
+    """A browser's CORS preflight: ``OPTIONS`` with ``Origin`` and ``Access-Control-Request-Method``."""
+    headers = request.headers
+    return request.method == "OPTIONS" and "Origin" in headers and "Access-Control-Request-Method" in headers
+
+
+def refused_preflight(request: Request, reason: str) -> JsonApiError:
+    """403 for a preflight from an origin that may not call the API, saying why (``reason``). It
+    carries no CORS header, so the browser does not send the real request."""
+    return Forbidden(f"The origin {request.headers['Origin']} may not call this API from a browser page: {reason}.",
+                     header="Origin")
 
 
 class NotAcceptable(JsonApiError):
