@@ -8,6 +8,7 @@ one read and one authenticated write over HTTP on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -25,6 +26,23 @@ from jsonapi_pyramid.security import hash_secret
 pytestmark = pytest.mark.packaging
 
 BIN = pathlib.Path(sys.executable).parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def this_checkouts_library(tmp_path_factory):
+    """Every process below (the generator, the project's tests, alembic, pserve) imports this
+    checkout's ``jsonapi_pyramid``, not the one the development venv's editable install points to
+    (in a git worktree, another checkout's)."""
+    folder = tmp_path_factory.mktemp("checkout")
+    (folder / "jsonapi_pyramid").symlink_to(ROOT / "jsonapi_pyramid")
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(folder), previous)))
+    yield
+    if previous is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = previous
 
 
 def _run(args, **kwargs) -> subprocess.CompletedProcess:
@@ -65,7 +83,8 @@ def test_the_project_has_what_a_project_needs(project):
             "shelf/migrations/env.py", "shelf/migrations/versions/0001_notes.py",
             "tests/conftest.py", "tests/test_notes.py", "tests/test_conformance.py"} <= names
     makefile = (project / "Makefile").read_text()
-    assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI)" in makefile
+    assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI) http_port=$(PORT)" in makefile
+    assert "\nPORT ?= 6543\n" in makefile  # make serve PORT=8080 (it was ignored)
     assert not [name for name in names if name.endswith("_tmpl")
                 or (not name.startswith("wheels/") and "{{" in (project / name).read_text())]
     assert [name for name in names if name.startswith("wheels/jsonapi_pyramid-")]  # the library it came from
@@ -90,11 +109,13 @@ def test_the_project_passes_its_own_tests(project, python):
 
 def test_the_project_migrates_and_serves(project, python, tmp_path):
     ini = (project / "development.ini").read_text()
-    ini = ini.replace("listen = localhost:6543", "listen = 127.0.0.1:0")
+    # on 127.0.0.1, the port from the command line as `make serve PORT=...` gives it (0: any free one)
+    assert "listen = localhost:%%(http_port)s" in ini
+    ini = ini.replace("listen = localhost:", "listen = 127.0.0.1:")
     ini = ini.replace("sqlalchemy.url = sqlite:///%(here)s/var/shelf.sqlite", f"sqlalchemy.url = sqlite:///{tmp_path}/served.sqlite")
     (project / "served.ini").write_text(ini)
     _run([python, "-m", "alembic", "-c", "served.ini", "upgrade", "head"], cwd=project)
-    server = subprocess.Popen([python, "-m", "pyramid.scripts.pserve", "served.ini"], cwd=project,
+    server = subprocess.Popen([python, "-m", "pyramid.scripts.pserve", "served.ini", "http_port=0"], cwd=project,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         port = None
@@ -117,6 +138,22 @@ def test_the_project_migrates_and_serves(project, python, tmp_path):
         server.communicate(timeout=30)
 
 
+def test_a_database_driver_that_is_not_installed_is_named_with_its_install_command(project, python):
+    """A PostgreSQL DATABASE_URL without psycopg failed on a bare "No module named 'psycopg'" in
+    the migration (the first step of make serve) and at start-up. Here a driver that is not
+    installed (pymysql) stands for it."""
+    environment = {**os.environ, "DATABASE_URL": "mysql+pymysql://user@127.0.0.1/shelf"}
+    migrate = subprocess.run([python, "-m", "alembic", "-c", "development.ini", "upgrade", "head"], cwd=project,
+                             capture_output=True, text=True, env=environment)
+    assert migrate.returncode != 0
+    assert ("The database URL names the driver mysql+pymysql, whose module pymysql is not installed "
+            "(PostgreSQL: .venv/bin/pip install -e '.[postgresql]')") in migrate.stderr, migrate.stderr
+    start = subprocess.run([python, "-c", "from pyramid.paster import get_app; get_app('development.ini')"], cwd=project,
+                           capture_output=True, text=True, env=environment)
+    assert ("ConfigurationError: sqlalchemy.url names the database driver mysql+pymysql, whose module pymysql is not "
+            "installed: pip install pymysql") in start.stderr, start.stderr
+
+
 def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys):
     """``--directory .`` names the folder it wrote (once ``Wrote ./.``), ``--help`` is plain text
     (once raw reStructuredText), and the project carries the library it came from."""
@@ -133,7 +170,7 @@ def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys)
     assert "``" not in help_text and "wheels/" in help_text
 
 
-TUTORIAL = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tutorial"
+TUTORIAL = ROOT / "docs" / "tutorial"
 
 
 def test_the_tutorial_grows_a_generated_project(tmp_path_factory):

@@ -2,6 +2,7 @@
 and a warning for a name that is no setting."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pytest
@@ -67,3 +68,17 @@ def test_an_include_size_over_its_maximum_names_both_values():
                         "jsonapi.default_page_size": "10"})
     # unset, it follows the page size within the include maximum: never an error of its own
     assert parse_settings({"jsonapi.max_include_size": "5"})["default_include_size"] == 5
+
+
+def test_a_database_driver_that_is_not_installed_says_which_extra_installs_it(monkeypatch):
+    """A PostgreSQL ``DATABASE_URL`` in a project installed without the driver failed with a bare
+    ``No module named 'psycopg'`` (issue 33, finding 8d)."""
+    from jsonapi_pyramid.db import get_engine
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    with pytest.raises(ConfigurationError) as raised:
+        get_engine({"sqlalchemy.url": "postgresql+psycopg://user@db.example/app"})
+    assert str(raised.value) == (
+        "sqlalchemy.url names the database driver postgresql+psycopg, whose module psycopg is not installed: "
+        "pip install 'jsonapi_pyramid[postgresql]' (in a project made by jsonapi-pyramid-new: "
+        "pip install -e '.[postgresql]')")
