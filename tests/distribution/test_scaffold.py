@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -191,10 +192,18 @@ def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
     with sqlite3.connect(database) as connection:
         connection.execute("INSERT INTO notes (title, body, created_at) VALUES ('Before', '', '2026-01-01 00:00:00')")
 
-    for name, where in (("models.py", "bookshelf"), ("resources.py", "bookshelf"),
-                        ("0002_notebooks.py", "bookshelf/migrations/versions"),
-                        ("test_notebooks.py", "tests"), ("test_conformance.py", "tests")):
-        shutil.copy(TUTORIAL / name, project / where / name)
+    for name in ("models.py", "resources.py"):
+        shutil.copy(TUTORIAL / name, project / "bookshelf" / name)
+    # Step 2 followed literally: its autogenerate command writes the file the step then corrects
+    # (a command that wrote a file of another name left two heads: "Multiple head revisions").
+    command = re.search(r"\.venv/bin/alembic -c development\.ini (revision --autogenerate .*)",
+                        (TUTORIAL.parent / "tutorial.rst").read_text())[1]
+    _run([python, "-m", "alembic", "-c", "tutorial.ini", *shlex.split(command)], cwd=project)
+    versions = project / "bookshelf" / "migrations" / "versions"
+    assert sorted(path.name for path in versions.glob("*.py")) == ["0001_notes.py", "0002_notebooks.py"]
+    shutil.copy(TUTORIAL / "0002_notebooks.py", versions / "0002_notebooks.py")
+    for name in ("test_notebooks.py", "test_conformance.py"):
+        shutil.copy(TUTORIAL / name, project / "tests" / name)
     _run([python, "-m", "alembic", "-c", "tutorial.ini", "upgrade", "head"], cwd=project)
     with sqlite3.connect(database) as connection:
         assert connection.execute("SELECT title, owner, pinned, notebook_id FROM notes").fetchall() == [("Before", "", 0, None)]
