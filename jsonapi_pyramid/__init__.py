@@ -119,6 +119,8 @@ DEFAULTS = {
     "idempotency_ttl_seconds": 24 * 3600,
     # the largest answer kept with its key; a larger one is given but not kept (a retry: 409)
     "idempotency_max_stored_bytes": 1024 * 1024,
+    # live keys one caller may keep (an anonymous one: per address); a keyed write past it: 429, not applied
+    "idempotency_max_keys_per_caller": 10000,
     # expired keys deleted by the first key stored after this many seconds, per process; 0: never
     "idempotency_purge_interval_seconds": 3600,
     # GET /metrics (Prometheus) and who may read it (addresses or networks, blank-separated; others: 404).
