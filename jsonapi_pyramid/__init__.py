@@ -11,6 +11,7 @@ import gc
 import os
 import secrets
 import traceback
+import warnings
 from typing import Any, Unpack, cast
 
 from pyramid.config import Configurator
@@ -24,6 +25,7 @@ from . import introspection
 from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
+from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
 from .errors import (
     BadRequest,
     Conflict,
@@ -34,6 +36,7 @@ from .errors import (
     ValidationFailed,
     error_object,
 )
+from .hints import did_you_mean
 from .loading import count_of
 from .negotiation import ATOMIC_EXT
 from .pagination import PROFILE as CURSOR_PROFILE
@@ -124,6 +127,8 @@ DEFAULTS = {
     "idempotency_ttl_seconds": 24 * 3600,
     # the largest answer kept with its key; a larger one is given but not kept (a retry: 409)
     "idempotency_max_stored_bytes": 1024 * 1024,
+    # live keys one caller may keep (an anonymous one: per address); a keyed write past it: 429, not applied
+    "idempotency_max_keys_per_caller": 10000,
     # expired keys deleted by the first key stored after this many seconds, per process; 0: never
     "idempotency_purge_interval_seconds": 3600,
     # GET /metrics (Prometheus) and who may read it (addresses or networks, blank-separated; others: 404).
@@ -140,6 +145,9 @@ _ZERO_TURNS_OFF = frozenset({"idempotency_purge_interval_seconds"})
 
 
 def parse_settings(settings: Any) -> dict[Any, Any]:
+    """The ``jsonapi.*`` settings of ``settings``, checked, with the defaults of ``DEFAULTS``; a
+    ``jsonapi.*`` name that is no setting warns (a misspelt setting would be ignored silently)."""
+    _warn_unknown(settings)
     parsed = {}
     for key, default in DEFAULTS.items():
         raw = settings.get(f"jsonapi.{key}", default)
@@ -161,15 +169,29 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
             parsed[key] = str(raw) or default
     if not parsed["cursor_secret"]:
         parsed["cursor_secret"] = secrets.token_urlsafe(32)
-    if not parsed["default_include_size"]:
+    given = f" = {parsed['default_page_size']}" + ("" if "jsonapi.default_page_size" in settings else " (its default)")
+    if parsed["default_page_size"] > parsed["max_page_size"]:  # first: the include size follows the page size
+        raise ConfigurationError(
+            f"jsonapi.max_page_size = {parsed['max_page_size']} is below jsonapi.default_page_size{given}: a list "
+            f"without page[size] would be larger than the largest page; set jsonapi.default_page_size = "
+            f"{parsed['max_page_size']} or less too, or raise jsonapi.max_page_size")
+    if not parsed["default_include_size"]:  # unset: the page size, within the include maximum
         parsed["default_include_size"] = min(parsed["default_page_size"], parsed["max_include_size"])
     for bound in ("max_include_size", "max_page_size"):
         if parsed["default_include_size"] > parsed[bound]:
-            raise ConfigurationError(f"jsonapi.default_include_size must not exceed jsonapi.{bound}")
+            raise ConfigurationError(
+                f"jsonapi.default_include_size = {parsed['default_include_size']} is above jsonapi.{bound} = "
+                f"{parsed[bound]} (its maximum); lower it or raise jsonapi.{bound}")
     parse_origins(parsed["cors_origins"])  # a malformed origin fails at start-up
-    if parsed["default_page_size"] > parsed["max_page_size"]:
-        raise ConfigurationError("jsonapi.default_page_size must not exceed jsonapi.max_page_size")
     return parsed
+
+
+def _warn_unknown(settings: Any) -> None:
+    known = {f"jsonapi.{key}" for key in DEFAULTS} | {STATEMENT_TIMEOUT, POOL_TIMEOUT}
+    for name in sorted(name for name in settings if isinstance(name, str) and name.startswith("jsonapi.")):
+        if name not in known:
+            hint = did_you_mean(name, known, prefix="jsonapi.") or "; docs/settings.rst lists them"
+            warnings.warn(f"{name} is no setting of jsonapi_pyramid, so it is ignored{hint}", UserWarning, stacklevel=2)
 
 
 def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[ResourceOptions]) -> Any:

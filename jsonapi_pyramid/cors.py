@@ -12,7 +12,9 @@ and the tween is not even in the chain.
 * Every other answer to an allowed origin, errors included, carries ``Access-Control-Allow-Origin``
   (the origin itself) and ``Access-Control-Expose-Headers``. Every answer carries ``Vary: Origin``
   (whether a response has CORS headers depends on it, which caches must know).
-* Other origins get no CORS headers: the browser keeps the answer from the page.
+* Other origins get no CORS headers: the browser keeps the answer from the page. Their preflight
+  is 403 at once, saying the origin is not in ``jsonapi.cors_origins`` (with CORS off, the 405
+  view answers a preflight the same way, saying CORS is off).
 
 No ``Access-Control-Allow-Credentials``: the API authenticates with bearer tokens that the page
 sends itself, never with cookies.
@@ -28,6 +30,7 @@ from pyramid.response import Response
 from pyramid_retry import is_error_retryable
 
 from .contract import get_registry
+from .errors import error_response, is_preflight, refused_preflight
 from .operations import operation_methods
 from .traversal import ApiRoot, Collection, Item, Related, Root, ToManyLinkage, ToOneLinkage
 from .views import allowed_methods
@@ -142,8 +145,13 @@ def cors_tween_factory(handler: Any, registry: Any) -> Any:
     def cors_tween(request: Request) -> Any:
         origin = request.headers.get("Origin")
         allowed = origin is not None and (origins is ANY_ORIGIN or origin in origins)
-        if allowed and request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-            return _preflight(request, origin, max_age, named)
+        if is_preflight(request):
+            if allowed:
+                return _preflight(request, origin, max_age, named)
+            refused = refused_preflight(request, "it is not in jsonapi.cors_origins")
+            response = error_response(request, refused.status, refused.errors, refused.headers)
+            _add_vary(response)
+            return response
         try:
             response = handler(request)
         except Exception as exc:

@@ -64,6 +64,7 @@ from . import replicas, tm_join
 from .connection import READS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
+from .hints import missing_driver
 from .negotiation import bound_body
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
@@ -82,7 +83,10 @@ _FINAL = "jsonapi.final_answer"
 def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
     """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
     (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
-    engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+    try:
+        engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+    except ModuleNotFoundError as error:  # the URL's driver is not installed: say what installs it
+        raise missing_driver(f"{prefix}url", str(settings.get(f"{prefix}url")), str(error.name)) from None
     bound_statement_time(engine, statement_timeout_ms(settings))
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.

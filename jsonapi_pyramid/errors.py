@@ -9,6 +9,7 @@ those go to the server log under the same ``errors[].id`` the client sees.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any, cast
 from urllib.parse import quote, unquote_to_bytes
@@ -125,9 +126,24 @@ def method_not_allowed_view(allowed: Any) -> Any:
     request time (custom operations)."""
 
     def method_not_allowed(context: Any, request: Request) -> None:
+        if is_preflight(request):  # the CORS tween answers every preflight when CORS is on
+            raise refused_preflight(request, "CORS is off (jsonapi.cors_origins is empty)")
         raise MethodNotAllowed(request.method, allowed(context, request) if callable(allowed) else allowed)
 
     return method_not_allowed
+
+
+def is_preflight(request: Request) -> bool:
+    """A browser's CORS preflight: ``OPTIONS`` with ``Origin`` and ``Access-Control-Request-Method``."""
+    headers = request.headers
+    return request.method == "OPTIONS" and "Origin" in headers and "Access-Control-Request-Method" in headers
+
+
+def refused_preflight(request: Request, reason: str) -> JsonApiError:
+    """403 for a preflight from an origin that may not call the API, saying why (``reason``). It
+    carries no CORS header, so the browser does not send the real request."""
+    return Forbidden(f"The origin {request.headers['Origin']} may not call this API from a browser page: {reason}.",
+                     header="Origin")
 
 
 class NotAcceptable(JsonApiError):
@@ -260,7 +276,41 @@ def database_unavailable_view(exc: DBAPIError, request: Request) -> Any:
         log.warning("database unavailable: %s", exc.orig)
         detail = "The database is not reachable; try again shortly."
         return error_response(request, 503, [error_object(503, "Service Unavailable", detail)], {"Retry-After": "5"})
+    missing = _missing_from_schema(exc.orig)
+    if missing is not None:  # the migrations were not run: say so to the operator, not to the client
+        log.error("%s does not exist (request id %s): the database is behind the application's models; run the "
+                  "database migrations (alembic upgrade head), or create the tables", missing,
+                  getattr(request, "request_id", "-"), exc_info=exc)
+        return _internal_error(request)
     return internal_error_view(exc, request)
+
+
+#: What SQLite and PostgreSQL say of a table or column that is not there.
+_MISSING = (
+    (re.compile(r"no such table: (\S+)"), "the table {}"),
+    (re.compile(r'column "([^"]+)" of relation "([^"]+)" does not exist'), "the column {1}.{0}"),
+    (re.compile(r'relation "([^"]+)" does not exist'), "the table {}"),
+    (re.compile(r"no such column: (\S+)"), "the column {}"),
+    (re.compile(r"table (\S+) has no column named (\S+)"), "the column {}.{}"),
+    (re.compile(r"column (\S+) does not exist"), "the column {}"),
+)
+
+
+def _missing_from_schema(orig: Any) -> str | None:
+    """``the table <name>`` (or ``the column <table.name>``) when the database error ``orig`` says
+    it does not exist, else None.
+
+    >>> _missing_from_schema(Exception("no such table: articles"))
+    'the table articles'
+    >>> _missing_from_schema(Exception('relation "books" does not exist\\nLINE 1: ...'))
+    'the table books'
+    """
+    message = str(orig)
+    for pattern, what in _MISSING:
+        found = pattern.search(message)
+        if found:
+            return what.format(*found.groups())
+    return None
 
 
 #: What SQLite says when its file cannot be used now; its other OperationalErrors (no such table,
@@ -284,6 +334,10 @@ def pool_timeout_view(exc: PoolTimeout, request: Request) -> Any:
 
 def internal_error_view(exc: Exception, request: Request) -> Any:
     log.exception("unexpected error (request id %s)", getattr(request, "request_id", "-"), exc_info=exc)
+    return _internal_error(request)
+
+
+def _internal_error(request: Request) -> Any:
     detail = "An unexpected error occurred. Report its id to the operators."
     return error_response(request, 500, [error_object(500, "Internal Server Error", detail)])
 

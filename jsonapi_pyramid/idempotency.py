@@ -105,6 +105,10 @@ class AnswerNotKept(JsonApiError):
     status, title = 409, "Conflict"
 
 
+class QuotaReached(JsonApiError):
+    status, title = 429, "Too Many Requests"
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
@@ -172,14 +176,31 @@ def _not_kept(row: Any) -> AnswerNotKept:
         header=HEADER, code="idempotency-answer-not-kept", meta={"status": row.status})
 
 
-def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any, max_bytes: int) -> None:
+def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any, limits: dict[str, Any]) -> None:
+    """Store the key with the answer (its body only up to ``max_bytes``), in one statement that
+    inserts nothing when the caller already keeps ``max_keys`` live keys: then 429, and the
+    request's transaction, its change included, is rolled back."""
     headers = [[name, response.headers[name]] for name in KEPT_HEADERS if name in response.headers]
     body = response.body
-    if len(body) > max_bytes:  # given, not kept: the key and its fingerprint are, so a retry is not run again
+    if len(body) > limits["idempotency_max_stored_bytes"]:  # given, not kept; the key is, so a retry is not run again
         response.headers[STORED] = "false"
         headers, body = [[STORED, "false"]], b""
-    session.execute(insert(table).values(caller=caller, key=key, fingerprint=fingerprint, status=response.status_code,
-                                         headers=orjson.dumps(headers).decode(), body=body, created_at=_utcnow()))
+    now = _utcnow()
+    live = (table.c.caller == caller) & (table.c.created_at >= now - dt.timedelta(seconds=limits["idempotency_ttl_seconds"]))
+    kept = select(func.count()).select_from(table).where(live).scalar_subquery()
+    values = select(literal(caller, String), literal(key, String), literal(fingerprint, String),
+                    literal(response.status_code, Integer), literal(orjson.dumps(headers).decode(), Text),
+                    literal(body, LargeBinary), literal(now, DateTime)).where(kept < limits["idempotency_max_keys_per_caller"])
+    names = ["caller", "key", "fingerprint", "status", "headers", "body", "created_at"]
+    # RETURNING, not rowcount: psycopg's rowcount of an INSERT ... SELECT through the session is -1
+    if session.execute(insert(table).from_select(names, values).returning(table.c.key)).first() is None:
+        oldest = session.execute(select(func.min(table.c.created_at)).where(live)).scalar() or now
+        wait = limits["idempotency_ttl_seconds"] - int((now - oldest).total_seconds())
+        raise QuotaReached(
+            f"You keep {limits['idempotency_max_keys_per_caller']} Idempotency-Keys, the most "
+            "jsonapi.idempotency_max_keys_per_caller allows within jsonapi.idempotency_ttl_seconds; this write was not "
+            "applied. Send it again once a key has expired (Retry-After), or without a key.",
+            header=HEADER, code="idempotency-quota", headers={"Retry-After": str(max(wait, 1))})
     mark_changed(session)
 
 
@@ -227,7 +248,6 @@ def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
     settings = registry.jsonapi.settings
     prefix = "/" + settings["root_name"]
     ttl = dt.timedelta(seconds=settings["idempotency_ttl_seconds"])
-    max_bytes = settings["idempotency_max_stored_bytes"]
     purges = _PurgeClock(settings["idempotency_purge_interval_seconds"])
 
     def idempotency_tween(request: Request) -> Any:
@@ -256,7 +276,7 @@ def idempotency_tween_factory(handler: Any, registry: Any) -> Any:
             return _replay(row)
         response = handler(request)
         if _storable(request, response):
-            _keep(session, caller, key, fingerprint, response, max_bytes)
+            _keep(session, caller, key, fingerprint, response, settings)
             if purges.take():  # expired keys, in this transaction: committed with the key or not at all
                 purge_expired(session, settings["idempotency_ttl_seconds"])
         return response

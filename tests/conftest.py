@@ -67,6 +67,14 @@ def _backends() -> list[str]:
 BACKENDS = _backends()
 
 
+def postgresql_only(why: str, backends: list[str] | None = None) -> str:
+    """The skip reason of a PostgreSQL-only test's SQLite variant, true whether or not this run has
+    PostgreSQL (it read "needs PostgreSQL" while the [postgresql] variant ran beside it)."""
+    if "postgresql" in (BACKENDS if backends is None else backends):
+        return f"SQLite variant: {why} needs PostgreSQL, which this run's [postgresql] variant uses"
+    return f"needs PostgreSQL ({why}), and this run has none: start one on 127.0.0.1:5432 or set TEST_DATABASE_URL"
+
+
 @contextlib.contextmanager
 def _sqlite_database(tmp_path_factory):
     path = tmp_path_factory.mktemp("db") / "test.sqlite"

@@ -4,7 +4,7 @@ Revision ID: 0002
 Revises: 0001
 Create Date: the tutorial's second step
 
-Written by ``alembic -c development.ini revision --autogenerate -m "notebooks"`` and then read:
+Written by ``alembic -c development.ini revision --autogenerate -m "notebooks" --rev-id 0002`` and then read:
 autogenerate saw ``owner`` and ``pinned`` as NOT NULL columns without a server default, which a
 table with rows cannot take. The models give them ``server_default=``, so this migration does too.
 """

@@ -1,7 +1,7 @@
 """The OpenAPI description of ``Idempotency-Key`` (``jsonapi.idempotency``; ``idempotency.py``): the
 header on every write under the API root, its 409 (the same key still in flight) and 422 (the
-same key sent with another request), ``Idempotent-Replayed`` on a replayed answer and
-``Idempotency-Stored: false`` on an answer too large to keep."""
+same key sent with another request), 429 (the caller's quota of keys), ``Idempotent-Replayed`` on
+a replayed answer and ``Idempotency-Stored: false`` on an answer too large to keep."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +22,14 @@ _PARAMETER = {
 }
 _REPLAYED = {"description": "`true` on an answer replayed for a retried `Idempotency-Key`.",
              "schema": {"type": "string", "enum": ["true"]}}
+_QUOTA = {
+    "description": "Too Many Requests: the caller keeps `jsonapi.idempotency_max_keys_per_caller` live "
+                   "`Idempotency-Key`s already (`code` `idempotency-quota`); the write was not applied. Send it again "
+                   "after `Retry-After` seconds (when the caller's oldest key expires), or without a key.",
+    "headers": {"Retry-After": {"description": "Seconds until the caller's oldest key expires.",
+                                "schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+    "content": {"application/vnd.api+json": {"schema": {"$ref": "#/components/schemas/ErrorDocument"}}},
+}
 _STORED = {"description": "`false` on an answer larger than `jsonapi.idempotency_max_stored_bytes`: given, but "
                           "not kept with its `Idempotency-Key`, so a retry with the key is 409, not replayed.",
            "schema": {"type": "string", "enum": ["false"]}}
@@ -49,6 +57,7 @@ def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
             responses = operation.setdefault("responses", {})
             for status in ("409", "422"):
                 responses.setdefault(status, {"$ref": f"#/components/responses/{'Conflict' if status == '409' else 'ValidationError'}"})
+            responses.setdefault("429", _QUOTA)  # an application's own 429 (the blog's login throttle) stays
             for status, response in responses.items():
                 if status.startswith("2") and "$ref" not in response:
                     response["headers"] = {**response.get("headers", {}),

@@ -70,3 +70,12 @@ def test_an_answer_over_the_limit_is_not_kept_and_a_retry_of_another_model_is_40
     db.expire_all()
     assert db.scalar(select(func.count()).select_from(Person).where(Person.name == "Ursula")) == 1
     db.rollback()
+
+
+def test_past_the_quota_of_keys_a_create_of_another_model_is_429_and_not_applied(keyed_catalog, db):
+    api = keyed_catalog(**{"jsonapi.idempotency_max_keys_per_caller": "1"})
+    send(api, "/api/people", {"type": "people", "attributes": {"name": "First"}}, '"quota-1"', 201)
+    refused = send(api, "/api/people", {"type": "people", "attributes": {"name": "Second"}}, '"quota-2"', 429)
+    assert refused.json["errors"][0]["code"] == "idempotency-quota" and refused.headers["Retry-After"]
+    assert db.scalar(select(func.count()).select_from(Person).where(Person.name == "Second")) == 0
+    db.rollback()

@@ -8,8 +8,10 @@ one read and one authenticated write over HTTP on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -25,6 +27,23 @@ from jsonapi_pyramid.security import hash_secret
 pytestmark = pytest.mark.packaging
 
 BIN = pathlib.Path(sys.executable).parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def this_checkouts_library(tmp_path_factory):
+    """Every process below (the generator, the project's tests, alembic, pserve) imports this
+    checkout's ``jsonapi_pyramid``, not the one the development venv's editable install points to
+    (in a git worktree, another checkout's)."""
+    folder = tmp_path_factory.mktemp("checkout")
+    (folder / "jsonapi_pyramid").symlink_to(ROOT / "jsonapi_pyramid")
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(folder), previous)))
+    yield
+    if previous is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = previous
 
 
 def _run(args, **kwargs) -> subprocess.CompletedProcess:
@@ -63,9 +82,11 @@ def test_the_project_has_what_a_project_needs(project):
     assert {"setup.py", "Makefile", "development.ini", "production.ini", "README.md", ".gitignore", "schema.json",
             "shelf/__init__.py", "shelf/models.py", "shelf/resources.py", "shelf/security.py",
             "shelf/migrations/env.py", "shelf/migrations/versions/0001_notes.py",
-            "tests/conftest.py", "tests/test_notes.py", "tests/test_conformance.py"} <= names
+            "shelf/server.py", "tests/conftest.py", "tests/test_notes.py", "tests/test_server.py",
+            "tests/test_conformance.py"} <= names
     makefile = (project / "Makefile").read_text()
-    assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI)" in makefile
+    assert "\nserve:" in makefile and "\ntest:" in makefile and "\t$(BIN)/pserve $(INI) http_port=$(PORT)" in makefile
+    assert "\nPORT ?= 6543\n" in makefile  # make serve PORT=8080 (it was ignored)
     assert not [name for name in names if name.endswith("_tmpl")
                 or (not name.startswith("wheels/") and "{{" in (project / name).read_text())]
     assert [name for name in names if name.startswith("wheels/jsonapi_pyramid-")]  # the library it came from
@@ -84,8 +105,9 @@ def test_the_generator_refuses_bad_names_and_non_empty_folders(tmp_path, project
 
 def test_the_project_passes_its_own_tests(project, python):
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
-    # its own six tests, and the conformance kit's six cases for notes (crud, errors, filter, sort, pages, stats)
-    assert re.search(r"\b12 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    # its own seven tests (six of notes, one of its runner), and the conformance kit's six cases for
+    # notes (crud, errors, filter, sort, pages, stats)
+    assert re.search(r"\b13 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
 
 
 def test_the_projects_schema_json_is_its_applications_schema(project, python):
@@ -103,14 +125,14 @@ def test_make_test_fails_on_a_breaking_change_until_it_is_accepted(project, pyth
     resources, schema = project / "shelf" / "resources.py", project / "schema.json"
     declared, committed = resources.read_text(), schema.read_text()
     try:
-        assert "12 passed" in _run([*make, "test"], cwd=project).stdout
+        assert "13 passed" in _run([*make, "test"], cwd=project).stdout
         resources.write_text(declared.replace('filterable=("title", "createdAt")', 'filterable=("title",)'))
         failed = subprocess.run([*make, "test"], cwd=project, capture_output=True, text=True)
         assert failed.returncode != 0 and "BREAKING notes.createdAt: no longer filterable" in failed.stdout, failed.stdout
         assert "passed" not in failed.stdout  # the check comes first
         _run([*make, "schema"], cwd=project)
         assert schema.read_text() != committed
-        assert "12 passed" in _run([*make, "test"], cwd=project).stdout
+        assert "13 passed" in _run([*make, "test"], cwd=project).stdout
     finally:
         resources.write_text(declared)
         schema.write_text(committed)
@@ -118,11 +140,13 @@ def test_make_test_fails_on_a_breaking_change_until_it_is_accepted(project, pyth
 
 def test_the_project_migrates_and_serves(project, python, tmp_path):
     ini = (project / "development.ini").read_text()
-    ini = ini.replace("listen = localhost:6543", "listen = 127.0.0.1:0")
+    # on 127.0.0.1, the port from the command line as `make serve PORT=...` gives it (0: any free one)
+    assert "listen = localhost:%%(http_port)s" in ini
+    ini = ini.replace("listen = localhost:", "listen = 127.0.0.1:")
     ini = ini.replace("sqlalchemy.url = sqlite:///%(here)s/var/shelf.sqlite", f"sqlalchemy.url = sqlite:///{tmp_path}/served.sqlite")
     (project / "served.ini").write_text(ini)
     _run([python, "-m", "alembic", "-c", "served.ini", "upgrade", "head"], cwd=project)
-    server = subprocess.Popen([python, "-m", "pyramid.scripts.pserve", "served.ini"], cwd=project,
+    server = subprocess.Popen([python, "-m", "pyramid.scripts.pserve", "served.ini", "http_port=0"], cwd=project,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         port = None
@@ -145,6 +169,22 @@ def test_the_project_migrates_and_serves(project, python, tmp_path):
         server.communicate(timeout=30)
 
 
+def test_a_database_driver_that_is_not_installed_is_named_with_its_install_command(project, python):
+    """A PostgreSQL DATABASE_URL without psycopg failed on a bare "No module named 'psycopg'" in
+    the migration (the first step of make serve) and at start-up. Here a driver that is not
+    installed (pymysql) stands for it."""
+    environment = {**os.environ, "DATABASE_URL": "mysql+pymysql://user@127.0.0.1/shelf"}
+    migrate = subprocess.run([python, "-m", "alembic", "-c", "development.ini", "upgrade", "head"], cwd=project,
+                             capture_output=True, text=True, env=environment)
+    assert migrate.returncode != 0
+    assert ("The database URL names the driver mysql+pymysql, whose module pymysql is not installed "
+            "(PostgreSQL: .venv/bin/pip install -e '.[postgresql]')") in migrate.stderr, migrate.stderr
+    start = subprocess.run([python, "-c", "from pyramid.paster import get_app; get_app('development.ini')"], cwd=project,
+                           capture_output=True, text=True, env=environment)
+    assert ("ConfigurationError: sqlalchemy.url names the database driver mysql+pymysql, whose module pymysql is not "
+            "installed: pip install pymysql") in start.stderr, start.stderr
+
+
 def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys):
     """``--directory .`` names the folder it wrote (once ``Wrote ./.``), ``--help`` is plain text
     (once raw reStructuredText), and the project carries the library it came from."""
@@ -161,7 +201,7 @@ def test_the_generator_says_plainly_what_it_wrote(tmp_path, monkeypatch, capsys)
     assert "``" not in help_text and "wheels/" in help_text
 
 
-TUTORIAL = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tutorial"
+TUTORIAL = ROOT / "docs" / "tutorial"
 
 
 def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
@@ -182,17 +222,25 @@ def test_the_tutorial_grows_a_generated_project(tmp_path_factory):
     with sqlite3.connect(database) as connection:
         connection.execute("INSERT INTO notes (title, body, created_at) VALUES ('Before', '', '2026-01-01 00:00:00')")
 
-    for name, where in (("models.py", "bookshelf"), ("resources.py", "bookshelf"),
-                        ("0002_notebooks.py", "bookshelf/migrations/versions"),
-                        ("test_notebooks.py", "tests"), ("test_conformance.py", "tests")):
-        shutil.copy(TUTORIAL / name, project / where / name)
+    for name in ("models.py", "resources.py"):
+        shutil.copy(TUTORIAL / name, project / "bookshelf" / name)
+    # Step 2 followed literally: its autogenerate command writes the file the step then corrects
+    # (a command that wrote a file of another name left two heads: "Multiple head revisions").
+    command = re.search(r"\.venv/bin/alembic -c development\.ini (revision --autogenerate .*)",
+                        (TUTORIAL.parent / "tutorial.rst").read_text())[1]
+    _run([python, "-m", "alembic", "-c", "tutorial.ini", *shlex.split(command)], cwd=project)
+    versions = project / "bookshelf" / "migrations" / "versions"
+    assert sorted(path.name for path in versions.glob("*.py")) == ["0001_notes.py", "0002_notebooks.py"]
+    shutil.copy(TUTORIAL / "0002_notebooks.py", versions / "0002_notebooks.py")
+    for name in ("test_notebooks.py", "test_conformance.py"):
+        shutil.copy(TUTORIAL / name, project / "tests" / name)
     _run([python, "-m", "alembic", "-c", "tutorial.ini", "upgrade", "head"], cwd=project)
     with sqlite3.connect(database) as connection:
         assert connection.execute("SELECT title, owner, pinned, notebook_id FROM notes").fetchall() == [("Before", "", 0, None)]
     assert "No new upgrade operations detected" in _run([python, "-m", "alembic", "-c", "tutorial.ini", "check"],
                                                         cwd=project).stdout
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"], cwd=project)
-    assert re.search(r"\b23 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
+    assert re.search(r"\b26 passed\b", result.stdout) and "skipped" not in result.stdout, result.stdout
     # the tutorial only adds to the API: make test's schema check passes, printing the additions
     now = root / "schema-now.json"
     now.write_text(_run([python, "-m", "jsonapi_pyramid.schemacli", "tutorial.ini"], cwd=project).stdout)

@@ -77,10 +77,20 @@ def test_a_preflight_runs_nothing_else(cors, blog, count_statements):
     assert response.headers["Access-Control-Allow-Origin"] == ORIGIN
 
 
-def test_a_preflight_from_another_origin_gets_no_cors_headers(cors, blog):
-    url = f"/api/articles/{blog['hello'].id}"
-    response = cors.options(url, headers={"Origin": OTHER, "Access-Control-Request-Method": "PATCH"}, status=405)
-    assert not any(name in response.headers for name in CORS_HEADERS)
+def test_a_preflight_from_another_origin_is_403_naming_the_setting_without_cors_headers(cors, blog, count_statements):
+    """Refused before anything runs, as an allowed one is answered: 403 saying the origin is not in
+    ``jsonapi.cors_origins`` (it was 405 "OPTIONS is not allowed here"), and no CORS header, so the
+    browser keeps the real request from being sent."""
+    with count_statements() as statements:
+        for url in (f"/api/articles/{blog['hello'].id}", "/api/articles/424242", "/api/nosuchtype"):
+            response = preflight(cors, url, origin=OTHER, status=403)
+            assert not any(name in response.headers for name in CORS_HEADERS)
+            error = response.json["errors"][0]
+            assert error["source"] == {"header": "Origin"}
+            assert error["detail"] == (f"The origin {OTHER} may not call this API from a browser page: it is not "
+                                       "in jsonapi.cors_origins.")
+            assert "Origin" in response.headers["Vary"]
+    assert statements == []
 
 
 def test_every_answer_to_an_allowed_origin_carries_cors_headers(cors, blog, auth_headers):

@@ -187,10 +187,12 @@ def test_the_openapi_document_names_the_header_on_every_write(api):
     assert ("/api/operations", "post") in {(path, method) for path, method, _ in writes}
     for path, method, operation in writes:
         assert header in operation["parameters"], (path, method)
-        assert {"409", "422"} <= set(operation["responses"]), (path, method)
+        assert {"409", "422", "429"} <= set(operation["responses"]), (path, method)
     created = document["paths"]["/api/articles"]["post"]["responses"]["201"]
     assert "Idempotent-Replayed" in created["headers"] and "Idempotency-Stored" in created["headers"]
     assert header not in document["paths"]["/api/articles"]["get"]["parameters"]
+    assert "idempotency-quota" in document["paths"]["/api/articles"]["post"]["responses"]["429"]["description"]
+    assert "login" in document["paths"]["/api/tokens"]["post"]["responses"]["429"]["description"]  # the blog's own
 
 
 def test_concurrent_duplicates_of_one_key_are_applied_once_and_answered(wsgi_app, db, alice, backend):
@@ -316,3 +318,35 @@ def test_expired_keys_are_purged_by_the_service_at_most_once_per_interval(keyed_
     time.sleep(1.1)
     off.post("/api/articles", article("kept"), headers={**alice, "Idempotency-Key": "kept"}, status=201)
     assert len(stored_rows(db)) == 4
+
+
+def test_a_caller_keeps_at_most_the_quota_of_keys_and_a_write_past_it_is_429_and_not_applied(keyed_blog, db, alice, blog,
+                                                                                              auth_headers):
+    """``jsonapi.idempotency_max_keys_per_caller``: one caller could store keys (and answers) without
+    bound. Past the quota a keyed write is 429 with ``Retry-After`` (when the caller's oldest key
+    expires) and nothing of it is applied; without a key it runs; another caller has a quota of
+    its own; once keys expire there is room again. The check is part of the key's INSERT: no
+    statement more."""
+    api = keyed_blog(**{"jsonapi.idempotency_max_keys_per_caller": "2"})
+    for n in range(2):
+        api.post("/api/articles", article(f"quota {n}"), headers={**alice, "Idempotency-Key": f"quota-{n}"}, status=201)
+    refused = api.post("/api/articles", article("past the quota"), headers={**alice, "Idempotency-Key": "quota-2"},
+                       status=429)
+    error = refused.json["errors"][0]
+    assert error["source"] == {"header": "Idempotency-Key"} and error["code"] == "idempotency-quota"
+    assert "jsonapi.idempotency_max_keys_per_caller" in error["detail"]
+    ttl = api.app.registry.jsonapi.settings["idempotency_ttl_seconds"]
+    assert 0 < int(refused.headers["Retry-After"]) <= ttl
+    assert articles_titled(db, "past the quota") == 0
+    api.post("/api/articles", article("past the quota"), headers=alice, status=201)  # without a key: runs
+    api.post("/api/articles", article("quota 0"), headers={**alice, "Idempotency-Key": "quota-0"}, status=201)  # a replay
+    admin = {**auth_headers(blog["admin"]), "Content-Type": MEDIA_TYPE, "Idempotency-Key": "quota-2"}
+    api.post("/api/articles", article("another caller"), headers=admin, status=201)
+    db.execute(update(idempotency.table).values(created_at=long_ago(ttl)))
+    db.commit()
+    assert len(statements_of(api, alice, "room again", "quota-3")) == len(statements_of(api, alice, "room", "quota-4"))
+    assert articles_titled(db, "room again") == 1
+
+
+def test_the_default_quota_of_keys_per_caller(api):
+    assert api.app.registry.jsonapi.settings["idempotency_max_keys_per_caller"] == 10000

@@ -15,6 +15,8 @@ import pytest
 from prodtools import SERIALIZABLE_ATTEMPTS, Server, development_test_ini, production_test_ini
 from sqlalchemy.engine import make_url
 
+from tests.conftest import postgresql_only
+
 
 @pytest.fixture(scope="session")
 def start_servers(tmp_path_factory):
@@ -38,7 +40,7 @@ def start_servers(tmp_path_factory):
 @pytest.fixture(scope="session")
 def pg_url(database_url) -> str:
     if make_url(database_url).get_backend_name() != "postgresql":
-        pytest.skip("needs PostgreSQL (several processes on one database)")
+        pytest.skip(postgresql_only("several server processes on one database"))
     return database_url
 
 

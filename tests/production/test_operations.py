@@ -18,6 +18,7 @@ from jsonapi_blog import main
 from jsonapi_blog.models import Tag
 from jsonapi_pyramid.db import is_transient_error
 from jsonapi_pyramid.traversal import Root
+from tests.conftest import postgresql_only
 
 UNREACHABLE_PG = "postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2"
 
@@ -338,7 +339,7 @@ def test_reads_run_without_pyramid_tm_and_never_write(tmp_path, caplog):
 def test_the_test_database_runs_at_the_isolation_asked_for(engine, backend):
     """``make test-serializable`` really runs every transaction SERIALIZABLE (the default otherwise)."""
     if backend != "postgresql":
-        pytest.skip("an isolation level of PostgreSQL's")
+        pytest.skip(postgresql_only("SHOW transaction_isolation"))
     with engine.connect() as connection:
         level = connection.execute(text("SHOW transaction_isolation")).scalar()
     assert level == (os.environ.get("JSONAPI_TEST_ISOLATION") or "read committed")
