@@ -289,7 +289,10 @@ def document_the_signup_limit(registry) -> None:
     for path in (f"{root}/users", f"{root}/operations"):
         operation = document["paths"].get(path, {}).get("post")
         if operation is not None:
-            operation["responses"] = dict(sorted({**operation["responses"], "429": SIGNUP_429}.items()))
+            library = operation["responses"].get("429")  # the Idempotency-Key quota's, when it is on
+            limit = SIGNUP_429 if library is None else {**SIGNUP_429, "description": f"{SIGNUP_429['description']} "
+                                                                                      f"Also: {library.get('description', '')}"}
+            operation["responses"] = dict(sorted({**operation["responses"], "429": limit}.items()))
     get_registry(registry).openapi_bytes = orjson.dumps(document)
 
 

@@ -177,9 +177,10 @@ def _not_kept(row: Any) -> AnswerNotKept:
 
 
 def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any, limits: dict[str, Any]) -> None:
-    """Store the key with the answer (its body only up to ``max_bytes``), in one statement that
-    inserts nothing when the caller already keeps ``max_keys`` live keys: then 429, and the
-    request's transaction, its change included, is rolled back."""
+    """Store the key with the answer (its body only up to ``jsonapi.idempotency_max_stored_bytes``),
+    in one statement that inserts nothing when the caller already keeps
+    ``jsonapi.idempotency_max_keys_per_caller`` live keys: then 429, and the request's transaction,
+    its change included, is rolled back."""
     headers = [[name, response.headers[name]] for name in KEPT_HEADERS if name in response.headers]
     body = response.body
     if len(body) > limits["idempotency_max_stored_bytes"]:  # given, not kept; the key is, so a retry is not run again
@@ -192,7 +193,7 @@ def _keep(session: Any, caller: str, key: str, fingerprint: str, response: Any, 
                     literal(response.status_code, Integer), literal(orjson.dumps(headers).decode(), Text),
                     literal(body, LargeBinary), literal(now, DateTime)).where(kept < limits["idempotency_max_keys_per_caller"])
     names = ["caller", "key", "fingerprint", "status", "headers", "body", "created_at"]
-    # RETURNING, not rowcount: psycopg's rowcount of an INSERT ... SELECT through the session is -1
+    # RETURNING, not rowcount: through the session, PostgreSQL's INSERT ... SELECT reported a rowcount of -1
     if session.execute(insert(table).from_select(names, values).returning(table.c.key)).first() is None:
         oldest = session.execute(select(func.min(table.c.created_at)).where(live)).scalar() or now
         wait = limits["idempotency_ttl_seconds"] - int((now - oldest).total_seconds())

@@ -35,6 +35,16 @@ _STORED = {"description": "`false` on an answer larger than `jsonapi.idempotency
            "schema": {"type": "string", "enum": ["false"]}}
 
 
+def _add_quota(responses: dict[str, Any]) -> None:
+    """The 429 of the quota of keys; an application's own 429 (the blog's throttles) is kept, its
+    description told of the quota too."""
+    own = responses.get("429")
+    if own is None:
+        responses["429"] = _QUOTA
+    elif "$ref" not in own and "idempotency-quota" not in own.get("description", ""):
+        responses["429"] = {**own, "description": f"{own.get('description', '')} Also: {_QUOTA['description']}".strip()}
+
+
 def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
     """Add the header to every write operation under the API root of ``document`` (in place;
     returned) when ``jsonapi.idempotency`` is on; ``jsonapi``: the registry."""
@@ -57,7 +67,7 @@ def add_idempotency(document: dict[Any, Any], jsonapi: Any) -> dict[Any, Any]:
             responses = operation.setdefault("responses", {})
             for status in ("409", "422"):
                 responses.setdefault(status, {"$ref": f"#/components/responses/{'Conflict' if status == '409' else 'ValidationError'}"})
-            responses.setdefault("429", _QUOTA)  # an application's own 429 (the blog's login throttle) stays
+            _add_quota(responses)
             for status, response in responses.items():
                 if status.startswith("2") and "$ref" not in response:
                     response["headers"] = {**response.get("headers", {}),
