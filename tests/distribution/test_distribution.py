@@ -244,4 +244,4 @@ def test_a_generated_project_installs_the_library_it_came_from(user_venv, tmp_pa
     where, version = _run([python, "-c", probe], cwd=tmp_path, env=_user_environ()).stdout.split()
     assert pathlib.Path(where).is_relative_to(venv) and version == jsonapi_pyramid.__version__
     result = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project, env=_user_environ())
-    assert re.search(r"\b12 passed\b", result.stdout), result.stdout
+    assert re.search(r"\b13 passed\b", result.stdout), result.stdout
