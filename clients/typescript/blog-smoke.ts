@@ -28,6 +28,17 @@ async function main(): Promise<void> {
   const notModified = await api.articles.get(id, undefined, { ifNoneMatch: one.etag ?? "" });
   const withComments = await api.articles.get(id, { include: ["comments.author"] });
 
+  // statistics and counts, typed per attribute; every article page after page, by cursors
+  const counted = await api.articles.list({ filter: { status: "published" }, stats: { total: ["count"], title: ["minimum"] },
+    meta: { articles: ["totalCount"] }, page: { size: 1 } });
+  const everything = await api.articles.list({ meta: { articles: ["totalCount"] } });
+  const pages = api.articles.pages({ sort: ["title"], page: { size: 1 } });
+  let paged = 0;
+  for (let next = await pages.next(); next !== null; next = await pages.next()) paged += next.data.length;
+  // atomic operations: a tag added under a local id
+  const atomicResults = await api.atomic([{ op: "add", data: { type: "tags", lid: "t", attributes: { name: `ts3-${suffix}` } } }]);
+  const atomicTag = (atomicResults.results[0].data as { attributes: { name: string } }).attributes.name;
+
   const updated = await api.articles.update(id, { attributes: { title: `Retitled ${suffix}` } }, { ifMatch: one.etag });
   let stale: number | null = null;
   try {
@@ -67,6 +78,7 @@ async function main(): Promise<void> {
     etag: one.etag, notModified: notModified === null, withComments: Array.isArray(withComments.included),
     updatedTitle: updated.data.attributes.title, updatedEtag: updated.etag !== one.etag, stale, afterAdd, afterRemove,
     unauthorized, missing, activated: { status: activated.status, active, wasActive: user.data.attributes.active },
+    counted: { meta: counted.meta, all: (everything.meta ?? {}).totalCount, paged }, atomicTag,
   }));
 }
 

@@ -52,6 +52,7 @@ def typescript_client(schema: dict[str, Any], *, version: str, root: str = "/api
         "}",
         "",
         "export type AnyResource = " + (" | ".join(f"{_name(name)}Resource" for name in types) or "never") + ";",
+        f"export type TypeName = {_union(list(types))};",
         "",
     ]
     for name, facts in types.items():
@@ -106,9 +107,12 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
              f"export interface {name}Filter {{", '  "id"?: string | string[];']
     for path, value_type, operators in _filter_paths(types, facts):
         lines.append(f"  {_string(path)}?: FilterOn<{value_type}, {_union(operators)}>;")
+    stats = " ".join(f"{_string(key)}?: ({_union(value['stats'])})[];" for key, value in attributes.items() if value["stats"])
     lines += ["}",
+              f'export interface {name}Stats {{ "total"?: "count"[]; {stats} }}',
               f"export interface {name}Query {{ include?: {name}Include[]; fields?: Fields; filter?: {name}Filter; "
-              f"sort?: {name}Sort[]; page?: PageQuery }}",
+              f"sort?: {name}Sort[]; page?: PageQuery; stats?: {name}Stats; group?: {name}Field[]; "
+              '"meta"?: { [type: string]: ("totalCount" | "estimatedCount")[] } }',
               f"export interface {name}GetQuery {{ include?: {name}Include[]; fields?: Fields }}"]
     writable = {key: value for key, value in relationships.items() if value["writable"]}
     links = "{ " + " ".join(f"{_string(key)}?: {_identifier(value)}{'[]' if value['toMany'] else ' | null'};"
@@ -203,9 +207,10 @@ def _include_paths(types: dict[str, Any], type_name: str, depth: int) -> list[st
 
 
 def _client(types: dict[str, Any]) -> list[str]:
-    lines = ["/** The API: one property per resource type, named as the type. */", "export class Client {"]
+    lines = ["/** The API: one property per resource type, named as the type; `atomic` sends atomic operations. */",
+             "export class Client {", "  private readonly http: Http;"]
     lines += [f"  readonly {_string(name)}: {_name(name)}Api;" for name in types]
-    lines += ["", "  constructor(options: ClientOptions) {", "    const http = new Http(options, ROOT);"]
+    lines += ["", "  constructor(options: ClientOptions) {", "    const http = this.http = new Http(options, ROOT);"]
     for name, facts in types.items():
         relationships = ", ".join(
             f"{_string(key)}: new {_relationship_api(value)}(http, {_string(name)}, {_string(key)})"
@@ -215,5 +220,8 @@ def _client(types: dict[str, Any]) -> list[str]:
                                     for key, (operation, method) in found.items()) + " }"
             for on, found in _operations(facts).items())
         lines.append(f"    this[{_string(name)}] = new ResourceApi(http, {_string(name)}, {{ {relationships} }}, {{ {operations} }});")
-    lines += ["  }", "}"]
+    lines += ["  }", "",
+              "  /** `POST /operations` with the atomic extension: every operation or none. */",
+              "  atomic(operations: AtomicOperation<TypeName>[]): Promise<AtomicResults> {",
+              "    return atomic(this.http, operations);", "  }", "}"]
     return lines

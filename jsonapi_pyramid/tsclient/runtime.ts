@@ -62,6 +62,8 @@ export interface ClientOptions {
 export interface WriteOptions { ifMatch?: string | null }
 
 const MEDIA_TYPE = "application/vnd.api+json";
+const CURSOR_PROFILE = "http://jsonapi.org/profiles/ethanresnick/cursor-pagination/";
+const ATOMIC_EXT = "https://jsonapi.org/ext/atomic";
 
 type Query = { [key: string]: unknown };
 
@@ -82,9 +84,9 @@ function queryString(query: unknown): string {
   };
   for (const [name, value] of entries(query)) {
     if (value === undefined) continue;
-    if (name === "include" || name === "sort") {
+    if (name === "include" || name === "sort" || name === "group") {
       add(name, value);
-    } else if (name === "fields" || name === "page") {
+    } else if (name === "fields" || name === "page" || name === "stats" || name === "meta") {
       for (const [key, inner] of entries(value)) if (inner !== undefined) add(`${name}[${key}]`, inner);
     } else if (name === "filter") {
       for (const [path, filter] of entries(value)) {
@@ -118,13 +120,18 @@ export class Http {
   }
 
   send(method: string, path: string, query?: unknown, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+    return this.sendTo(method, this.base + path + queryString(query), body, headers);
+  }
+
+  /** A request to a URL the server gave (a `links.next`). */
+  sendTo(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
     const sent: Record<string, string> = { Accept: MEDIA_TYPE };
-    for (const [name, value] of entries(headers)) sent[name] = String(value);
     if (body !== undefined) sent["Content-Type"] = MEDIA_TYPE;
+    for (const [name, value] of entries(headers)) sent[name] = String(value);
     if (this.token !== undefined) sent["Authorization"] = `Bearer ${this.token}`;
     const init: RequestInit = { method, headers: sent };
     if (body !== undefined) init.body = JSON.stringify(body);
-    return this.fetcher(this.base + path + queryString(query), init).then((response) => {
+    return this.fetcher(url, init).then((response) => {
       const etag = response.headers.get("X-Resource-ETag") ?? response.headers.get("ETag");
       return response.text().then((text): Answer => {  // "" for 204 and 304
         const document = text ? JSON.parse(text) : null;
@@ -183,6 +190,31 @@ export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O> {
       .then((answer) => answer.status === 304 ? null : withTag<One<R, I>>(answer));
   }
 
+  /** The collection page after page, with the cursor pagination profile: each `next()` gives the
+   * following page (the first one first: `query.page.size` sets their size), null past the last. */
+  pages(query?: Q): Pages<R, I> {
+    const http = this.http;
+    const headers = { Accept: `${MEDIA_TYPE}; profile="${CURSOR_PROFILE}"` };
+    let following: string | null = null;
+    let last: Promise<Page<R, I> | null> | null = null;
+    const read = (answer: Answer | null): Page<R, I> | null => {
+      if (answer === null) return null;
+      const page = withTag<Page<R, I>>(answer);
+      const link = page.links ? page.links.next : null;
+      following = typeof link === "string" && page.data.length > 0 ? link : null;
+      return page;
+    };
+    const path = `/${this.type}`;
+    return {
+      next(): Promise<Page<R, I> | null> {
+        last = (last === null ? http.send("GET", path, query, undefined, headers)
+          : last.then((page): Promise<Answer> | null => page === null || following === null ? null
+            : http.sendTo("GET", following, undefined, headers))).then(read);
+        return last;
+      },
+    };
+  }
+
   create(resource: C): Promise<One<R, I>> {
     return this.http.send("POST", `/${this.type}`, undefined, { data: resourceData(this.type, undefined, resource) })
       .then((answer) => withTag<One<R, I>>(answer));
@@ -196,6 +228,29 @@ export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O> {
   delete(id: string, options?: WriteOptions): Promise<void> {
     return this.http.send("DELETE", `/${this.type}/${encodeURIComponent(id)}`, undefined, undefined, ifMatch(options)).then(nothing);
   }
+}
+
+/** Cursor pages of a collection (`ResourceApi.pages`). */
+export interface Pages<R, I> { next(): Promise<Page<R, I> | null> }
+
+/** One operation of an atomic request (the atomic extension): `ref` or `href` names its target. */
+export interface AtomicOperation<T extends string> {
+  op: "add" | "update" | "remove";
+  ref?: { type: T; id?: string; lid?: string; relationship?: string };
+  href?: string;
+  data?: { type: T; id?: string; lid?: string; attributes?: Record<string, unknown>; relationships?: Record<string, unknown> }
+    | Identifier<T> | Identifier<T>[] | null;
+  meta?: Meta;
+}
+
+/** The results of an atomic request, in the order of its operations (`data` of each added or
+ * updated resource). */
+export interface AtomicResults { results: { data?: unknown; meta?: Meta }[] }
+
+export function atomic<T extends string>(http: Http, operations: AtomicOperation<T>[]): Promise<AtomicResults> {
+  const media = `${MEDIA_TYPE}; ext="${ATOMIC_EXT}"`;
+  return http.send("POST", "/operations", undefined, { "atomic:operations": operations }, { Accept: media, "Content-Type": media })
+    .then((answer) => ({ results: answer.document === null ? [] : answer.document["atomic:results"] }));
 }
 
 /** A custom operation on an item (`/<type>/<id>/<name>`) or on the collection (`/<type>/<name>`):

@@ -89,6 +89,8 @@ MISTAKES = {
     "read-only attribute": 'api.articles.update("1", { attributes: { createdAt: "2026-01-01" } });',
     "type": 'api.artcles.list();',
     "custom operation": 'api.users.operations.item.activte("1");',
+    "statistics function": 'api.articles.list({ stats: { title: ["sum"] } });',
+    "atomic type": 'api.atomic([{ op: "add", data: { type: "tag", attributes: {} } }]);',
 }
 CORRECT = """
 const page = await api.articles.list({ include: ["author", "tags"], fields: { articles: ["title", "author"] },
@@ -103,6 +105,12 @@ await api.articles.update("7", { attributes: { title: "y" }, relationships: { ta
 await api.articles.relationships.tags.add("7", [{ type: "tags", id: tag.data.id }]);
 await api.articles.delete("7");
 await api.articles.list({ sort: ["-comments.count", "author.name", "id"] });
+await api.articles.list({ stats: { total: ["count"], title: ["minimum", "maximum"] }, group: ["status"],
+  meta: { articles: ["estimatedCount"] } });
+const pages = api.articles.pages({ sort: ["title"], page: { size: 10 } });
+const next: { data: { attributes: { title: string } }[] } | null = await pages.next();
+await api.atomic([{ op: "add", data: { type: "tags", lid: "a", attributes: { name: "x" } } },
+  { op: "remove", ref: { type: "tags", id: "1" } }]);
 try { await api.users.get("1"); } catch (error) { if (error instanceof JsonApiError) { const s: number = error.status; } }
 """
 
@@ -154,12 +162,16 @@ def test_a_node_script_uses_the_client_against_the_blog(tsc, blog_client, tmp_pa
     assert report["unauthorized"] == {"status": 401, "errors": 1}
     assert report["missing"] == 404
     assert report["activated"] == {"status": 200, "active": True, "wasActive": False}  # a custom operation
+    counted = report["counted"]  # stats and counts; cursor pages, one article each, as many as the total
+    assert counted["meta"] == {"totalCount": 1, "stats": {"total": {"count": 1}, "title": {"minimum": "Typed one"}}}
+    assert counted["paged"] == counted["all"] >= 1
+    assert report["atomicTag"] == "ts3-one"  # an atomic request
     from jsonapi_blog.models import Article, Tag, User
 
     db.expire_all()
     assert db.get(Article, int(article)) is None  # deleted through the client
     assert db.get(User, inactive.id).active is True
-    assert sorted(tag.name for tag in db.query(Tag)) == ["ts-one", "ts2-one"]
+    assert sorted(tag.name for tag in db.query(Tag)) == ["ts-one", "ts2-one", "ts3-one"]
 
 
 def test_the_catalogues_client_compiles_strictly(tsc, tmp_path):
