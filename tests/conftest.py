@@ -22,7 +22,9 @@ import contextlib
 import json
 import os
 import pathlib
+import shutil
 import socket
+import subprocess
 import uuid
 
 import jsonschema
@@ -276,3 +278,20 @@ def count_statements(engine):
             event.remove(engine, "before_cursor_execute", record)
 
     return counting
+
+
+#: TypeScript for the generated clients' tests (tests/production, tests/browser): clients/typescript
+TYPESCRIPT = ROOT / "clients" / "typescript"
+
+
+@pytest.fixture(scope="session")
+def tsc():
+    """The repository's TypeScript compiler (``clients/typescript/package-lock.json``), installed
+    with ``npm ci`` into the gitignored ``node_modules`` when missing or older than the lock file."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the TypeScript client tests (Debian: apt-get install nodejs npm)")
+    lock, stamp = TYPESCRIPT / "package-lock.json", TYPESCRIPT / "node_modules" / ".package-lock.json"
+    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TYPESCRIPT, check=True,
+                       timeout=600, env={**os.environ, "npm_config_update_notifier": "false"})
+    return TYPESCRIPT / "node_modules" / ".bin" / "tsc"

@@ -45,9 +45,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def page_server(port: int):
-    """A thread serving this directory (page.html) on 127.0.0.1:``port``."""
-    handler = functools.partial(_QuietHandler, directory=str(HERE))
+def page_server(port: int, directory: pathlib.Path = HERE):
+    """A thread serving ``directory`` (this one: page.html) on 127.0.0.1:``port``."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -77,8 +77,13 @@ def pages():
 @pytest.fixture(scope="module")
 def api_server(pages, tmp_path_factory):
     """``pserve development.ini`` on a free port, on a new SQLite database with the demo data."""
-    allowed, _other = pages
-    tmp = tmp_path_factory.mktemp("browser")
+    with serve_api(tmp_path_factory.mktemp("browser"), pages[0]) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serve_api(tmp: pathlib.Path, allowed: str):
+    """``pserve development.ini`` on a free port, allowing the origin ``allowed``; its base URL."""
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/blog.sqlite", "PYTHONWARNINGS": "ignore"}
     if allowed != "http://localhost:8000":
         env["JSONAPI_CORS_ORIGINS"] = allowed
@@ -121,12 +126,12 @@ def browser(tmp_path_factory):
         driver.quit()
 
 
-def run_page(browser, origin: str, api: str) -> tuple[str, list[str], list[str]]:
-    """Open page.html from ``origin`` against ``api``; (state, log lines, list items) once it ends."""
+def run_page(browser, origin: str, api: str, page: str = "page.html") -> tuple[str, list[str], list[str]]:
+    """Open ``page`` from ``origin`` against ``api``; (state, log lines, list items) once it ends."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(f"{origin}/page.html?api={api}")
+    browser.get(f"{origin}/{page}?api={api}")
     WebDriverWait(browser, 20).until(lambda driver: driver.find_element(By.ID, "state").text != "running")
     state = browser.find_element(By.ID, "state").text
     lines = browser.find_element(By.ID, "log").text.splitlines()

@@ -4,15 +4,14 @@
 output is the same from run to run, and a Node script using the client's methods works against
 the blog served in-process by waitress on an ephemeral 127.0.0.1 port.
 
-TypeScript is installed with ``npm ci`` into the gitignored ``clients/typescript/node_modules``
-only when that install is missing or older than the lock file. Skipped (saying so) when node or
-npm are not installed.
+TypeScript comes from the ``tsc`` fixture (tests/conftest.py): installed with ``npm ci`` into the
+gitignored ``clients/typescript/node_modules`` only when that install is missing or older than the
+lock file. Skipped (saying so) when node or npm are not installed.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pathlib
 import re
 import shutil
@@ -27,20 +26,8 @@ from jsonapi_pyramid import __version__, clientcli
 from jsonapi_pyramid.clientschema import schema_json, schema_of
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "clients" / "typescript"
-STAMP = PACKAGE / "node_modules" / ".package-lock.json"  # written by npm on every install
 #: what the contract asks of the client: TypeScript 5, Node 20 and browsers (fetch)
 TSC_OPTIONS = ["--strict", "--target", "ES2022", "--lib", "ES2022,DOM"]
-
-
-@pytest.fixture(scope="session")
-def tsc():
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed for the TypeScript client tests (Debian: apt-get install nodejs npm)")
-    lock = PACKAGE / "package-lock.json"
-    if not STAMP.exists() or STAMP.stat().st_mtime < lock.stat().st_mtime:
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PACKAGE, check=True,
-                       timeout=600, env={**os.environ, "npm_config_update_notifier": "false"})
-    return PACKAGE / "node_modules" / ".bin" / "tsc"
 
 
 def _generate(tmp_path, use: str, out: pathlib.Path) -> pathlib.Path:
