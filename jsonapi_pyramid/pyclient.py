@@ -114,16 +114,20 @@ def _type_code(type_name: str, names: dict[str, str], types: dict[str, Any], dep
             f"    _names: ClassVar[dict[str, str]] = {{{', '.join(f'{n!r}: {_identifier(n)!r}' for n in sorted(relationships))}}}"]
     out += [f"    {_identifier(name)}: {'list[Identifier]' if rel['toMany'] else 'Identifier'} | None"
             for name, rel in sorted(relationships.items())]
-    out += ["", "", "@dataclass(frozen=True)", f"class {cls}:", f'    """A {type_name} resource."""', "",
+    out += ["", "", "@dataclass(frozen=True)", f"class {cls}:",
+            f'    """A {type_name} resource (``lid``: the local id it was sideposted with, else None)."""', "",
             f"    type: Literal[{type_name!r}]", "    id: str", f"    attributes: {cls}Attributes",
-            f"    relationships: {cls}Relationships", "    links: dict[str, Any]", "    meta: dict[str, Any]", "",
+            f"    relationships: {cls}Relationships", "    links: dict[str, Any]", "    meta: dict[str, Any]",
+            "    lid: str | None = None", "",
             "    @classmethod",
             f"    def of(cls, data: Mapping[str, Any]) -> {cls}:",
             f"        return cls({type_name!r}, data['id'], {cls}Attributes(data.get('attributes', {{}})),",
             f"                   {cls}Relationships({{name: _linkage(member)",
             "                                       for name, member in data.get('relationships', {}).items()}),",
-            "                   data.get('links', {}), data.get('meta', {}))", "", "",
-            f"class {cls}Ref(TypedDict):", f"    type: Literal[{type_name!r}]", "    id: str"]
+            "                   data.get('links', {}), data.get('meta', {}), data.get('lid'))", "", "",
+            f"class {cls}Ref(TypedDict):", f"    type: Literal[{type_name!r}]", "    id: str", "", "",
+            f"class {cls}LocalRef(TypedDict):", f'    """A new {type_name} resource of the same request (sideposting)."""', "",
+            f"    type: Literal[{type_name!r}]", "    lid: str"]
     writable = {name: member for name, member in attributes.items() if not member.get("readOnly")}
     out += _typed_dict(f"{cls}Create", {name: ("Required[" + _annotation(m) + "]" if m.get("requiredOnCreate")
                                                else _annotation(m)) for name, m in writable.items()})
@@ -131,9 +135,13 @@ def _type_code(type_name: str, names: dict[str, str], types: dict[str, Any], dep
     links: dict[str, str] = {}
     for name, rel in sorted(relationships.items()):
         if rel.get("writable", True):
-            ref = " | ".join(f"{names[target]}Ref" for target in rel["types"] if target in names) or "Mapping[str, str]"
+            ref = " | ".join(f"{names[target]}{kind}" for target in rel["types"] if target in names
+                             for kind in ("Ref", "LocalRef")) or "Mapping[str, str]"
             links[name] = f"list[{ref}]" if rel["toMany"] else f"{ref} | None"
     out += _typed_dict(f"{cls}Links", links)
+    new = {"type": f"Required[Literal[{type_name!r}]]", "lid": "Required[str]", "attributes": f"{cls}Create",
+           "relationships": f"{cls}Links"}
+    out += ["", "", f"{cls}New = TypedDict({cls + 'New'!r}, {{{', '.join(f'{k!r}: {v!r}' for k, v in new.items())}}}, total=False)"]
     filters = dict(_filters(spec))
     for name, (_value, operators) in filters.items():
         if operators:
@@ -212,11 +220,12 @@ def _endpoint(type_name: str, cls: str, spec: dict[str, Any]) -> list[str]:
            '        """None when the resource still has ``etag`` (304)."""',
            "        return self._get(id, _query(include, fields), etag)", "",
            f"    def create(self, *, attributes: {cls}Create, relationships: {cls}Links | None = None,",
-           f"               id: str | None = None) -> Document[{cls}]:",
-           "        return self._create(attributes, relationships, id)", "",
+           f"               id: str | None = None, included: Sequence[New] | None = None) -> Document[{cls}]:",
+           '        """``included``: new resources created with it, each named by its ``lid`` (sideposting)."""',
+           "        return self._create(attributes, relationships, id, included)", "",
            f"    def update(self, id: str, *, attributes: {cls}Update | None = None, relationships: {cls}Links | None = None,",
-           f"               if_match: str | None = None) -> Document[{cls}]:",
-           "        return self._update(id, attributes, relationships, if_match)"]
+           f"               if_match: str | None = None, included: Sequence[New] | None = None) -> Document[{cls}]:",
+           "        return self._update(id, attributes, relationships, if_match, included)"]
     taken = {"list", "iterate", "get", "get_if_changed", "create", "update", "delete", "relationships"}
     for operation in sorted(spec.get("operations", ()), key=lambda op: (op["name"], op["on"], op["method"])):
         method = _identifier(operation["name"]) if operation["name"] else ""
@@ -233,7 +242,9 @@ def _endpoint(type_name: str, cls: str, spec: dict[str, Any]) -> list[str]:
 def _shared_code(names: dict[str, str], types: dict[str, Any]) -> list[str]:
     resource_union = ", ".join(names[t] for t in sorted(names)) or "Any"
     fields = {t: f"Sequence[{_literal(set(types[t]['attributes']) | set(types[t]['relationships']))}]" for t in sorted(names)}
-    out = ["", "", "# -- the whole API " + "-" * 80, "", f"Resource = Union[{resource_union}]", ""]
+    new_union = ", ".join(f"{names[t]}New" for t in sorted(names)) or "Any"
+    out = ["", "", "# -- the whole API " + "-" * 80, "", f"Resource = Union[{resource_union}]",
+           f"New = Union[{new_union}]", ""]
     out += _typed_dict("Fields", fields)
     out += _typed_dict("Page", {"size": "int", "number": "int", "after": "str", "before": "str"})
     out += ["", "", "_FACTORIES: dict[str, Any] = {" + ", ".join(f"{t!r}: {names[t]}.of" for t in sorted(names)) + "}",

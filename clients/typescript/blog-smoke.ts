@@ -38,6 +38,13 @@ async function main(): Promise<void> {
   // atomic operations: a tag added under a local id
   const atomicResults = await api.atomic([{ op: "add", data: { type: "tags", lid: "t", attributes: { name: `ts3-${suffix}` } } }]);
   const atomicTag = (atomicResults.results[0].data as { attributes: { name: string } }).attributes.name;
+  // sideposting: an article with a new tag, named by its lid, in one request
+  const posted = await api.articles.create(
+    { attributes: { title: `Sideposted ${suffix}`, body: "Two at once.", status: "published" },
+      relationships: { tags: [{ type: "tags", lid: "new-tag" }] } },
+    { included: [{ type: "tags", lid: "new-tag", attributes: { name: `ts4-${suffix}` } }] });
+  const sideposted = (posted.included ?? []).filter((resource) => resource.lid === "new-tag").map((resource) => resource.type);
+  await api.articles.delete(posted.data.id);
 
   const updated = await api.articles.update(id, { attributes: { title: `Retitled ${suffix}` } }, { ifMatch: one.etag });
   let stale: number | null = null;
@@ -78,7 +85,7 @@ async function main(): Promise<void> {
     etag: one.etag, notModified: notModified === null, withComments: Array.isArray(withComments.included),
     updatedTitle: updated.data.attributes.title, updatedEtag: updated.etag !== one.etag, stale, afterAdd, afterRemove,
     unauthorized, missing, activated: { status: activated.status, active, wasActive: user.data.attributes.active },
-    counted: { meta: counted.meta, all: (everything.meta ?? {}).totalCount, paged }, atomicTag,
+    counted: { meta: counted.meta, all: (everything.meta ?? {}).totalCount, paged }, atomicTag, sideposted,
   }));
 }
 

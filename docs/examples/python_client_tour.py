@@ -6,7 +6,7 @@ tests/functional/test_python_client.py.
 """
 from __future__ import annotations
 
-from blogclient import Client, JsonApiError, Users
+from blogclient import Client, JsonApiError, Tags, Users
 
 
 def tour(api: Client) -> list[str]:
@@ -42,4 +42,11 @@ def tour(api: Client) -> list[str]:
         seen.append(f"deleted: {error.status}")
     titles = [article.attributes.title for article in api.articles.iterate(sort=["title"], size=1)]
     seen.append(f"iterated: {len(titles)} articles, one page each")
+
+    # sideposting: an article and a new tag in one request, the tag named by its lid
+    posted = api.articles.create(attributes={"title": "Sideposted", "body": "Two at once.", "status": "published"},
+                                 relationships={"tags": [{"type": "tags", "lid": "new-tag"}]},
+                                 included=[{"type": "tags", "lid": "new-tag", "attributes": {"name": "sideposted"}}])
+    made = [resource for resource in posted.included if isinstance(resource, Tags) and resource.lid == "new-tag"]
+    seen.append(f"sideposted: {posted.data.attributes.title} with the tag {made[0].attributes.name} ({made[0].id})")
     return seen

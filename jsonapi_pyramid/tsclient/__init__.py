@@ -53,6 +53,7 @@ def typescript_client(schema: dict[str, Any], *, version: str, root: str = "/api
         "",
         "export type AnyResource = " + (" | ".join(f"{_name(name)}Resource" for name in types) or "never") + ";",
         f"export type TypeName = {_union(list(types))};",
+        "export type AnyNew = " + (" | ".join(f"{_name(name)}New" for name in types) or "never") + ";",
         "",
     ]
     for name, facts in types.items():
@@ -85,8 +86,10 @@ def _shown(facts: dict[str, Any]) -> str:
     return value + (" | null" if facts.get("nullable") and value != "unknown" else "")
 
 
-def _identifier(relationship: dict[str, Any]) -> str:
-    return f"Identifier<{_union(relationship['types'])}>"
+def _linked(relationship: dict[str, Any]) -> str:
+    """What a write may link: a resource by its id, or a new one of the same request by its lid."""
+    types = _union(relationship["types"])
+    return f"(Identifier<{types}> | LocalIdentifier<{types}>)"
 
 
 def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, Any], depth: int) -> list[str]:
@@ -99,7 +102,7 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
              *(f"  {_string(key)}: {'ToMany' if value['toMany'] else 'ToOne'}<{_union(value['types'])}>;"
                for key, value in relationships.items()), "}",
              f"export interface {name}Resource {{",
-             f"  type: {_string(type_name)};", "  id: string;", f"  attributes: {name}Attributes;",
+             f"  type: {_string(type_name)};", "  id: string;", "  lid?: string;", f"  attributes: {name}Attributes;",
              f"  relationships: {name}Relationships;", "  links?: Links;", "  meta?: Meta;", "}",
              f"export type {name}Field = {_union([*shown, *relationships])};",
              f"export type {name}Include = {_union(_include_paths(types, type_name, depth))};",
@@ -115,7 +118,7 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
               '"meta"?: { [type: string]: ("totalCount" | "estimatedCount")[] } }',
               f"export interface {name}GetQuery {{ include?: {name}Include[]; fields?: Fields }}"]
     writable = {key: value for key, value in relationships.items() if value["writable"]}
-    links = "{ " + " ".join(f"{_string(key)}?: {_identifier(value)}{'[]' if value['toMany'] else ' | null'};"
+    links = "{ " + " ".join(f"{_string(key)}?: {_linked(value)}{'[]' if value['toMany'] else ' | null'};"
                             for key, value in writable.items()) + " }"
     required = any(value["requiredOnCreate"] for value in sent.values())
     create = " ".join(f"{_string(key)}{'' if value['requiredOnCreate'] else '?'}: {_shown(value)};" for key, value in sent.items())
@@ -123,13 +126,15 @@ def _type_declarations(types: dict[str, Any], type_name: str, facts: dict[str, A
     lines += [f"export interface {name}Create {{ id?: string; attributes{'' if required else '?'}: {{ {create} }}; "
               f"relationships?: {links} }}",
               f"export interface {name}Update {{ attributes?: {{ {update} }}; relationships?: {links} }}",
+              f"export interface {name}New {{ type: {_string(type_name)}; lid: string; attributes?: {{ {create} }}; "
+              f"relationships?: {links} }}",
               f"export type {name}Api = ResourceApi<{_string(type_name)}, {name}Resource, AnyResource, {name}Query, "
               f"{name}GetQuery, {name}Create, {name}Update, {{",
               *(f"  {_string(key)}: {_relationship_api(value)};" for key, value in relationships.items()),
               "}, {",
               *(f"  {on}: {{ {' '.join(f'{_string(key)}: {_OPERATION[on]};' for key in operations)} }};"
                 for on, operations in _operations(facts).items()),
-              "}>;", ""]
+              "}, AnyNew>;", ""]
     return lines
 
 

@@ -32,6 +32,8 @@ export class JsonApiError extends Error {
 }
 
 export interface Identifier<T extends string> { type: T; id: string; meta?: Meta }
+/** A resource made by the same request (sideposting): named by its `lid`. */
+export interface LocalIdentifier<T extends string> { type: T; lid: string }
 export interface ToOne<T extends string> { data?: Identifier<T> | null; links?: Links; meta?: Meta }
 export interface ToMany<T extends string> { data?: Identifier<T>[]; links?: Links; meta?: Meta }
 
@@ -60,10 +62,13 @@ export interface ClientOptions {
 }
 
 export interface WriteOptions { ifMatch?: string | null }
+/** New resources created with a create or an update, each named by its `lid` (sideposting). */
+export interface SidepostOptions<N> { included?: N[] }
 
 const MEDIA_TYPE = "application/vnd.api+json";
 const CURSOR_PROFILE = "http://jsonapi.org/profiles/ethanresnick/cursor-pagination/";
 const ATOMIC_EXT = "https://jsonapi.org/ext/atomic";
+const SIDEPOST_EXT = "https://jsonapi-pyramid.readthedocs.io/en/latest/sideposting.html";
 
 type Query = { [key: string]: unknown };
 
@@ -174,7 +179,16 @@ function resourceData(type: string, id: string | undefined, resource: unknown): 
 }
 
 /** The endpoints of one type: `/<type>`, `/<type>/<id>`, and its relationships' (`relationships`). */
-export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O> {
+/** ``{data}``, and ``included`` with the sideposting extension's media types when there are new resources. */
+function writeBody(data: Query, included: unknown[] | undefined, headers: Record<string, string>): [Query, Record<string, string>] {
+  if (included === undefined || included.length === 0) return [{ data }, headers];
+  const media = `${MEDIA_TYPE}; ext="${SIDEPOST_EXT}"`;
+  const sent: Record<string, string> = { Accept: media, "Content-Type": media };
+  for (const [name, value] of entries(headers)) sent[name] = String(value);
+  return [{ data, included: included.map((resource) => resourceData((resource as Query).type as string, undefined, resource)) }, sent];
+}
+
+export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O, N> {
   constructor(protected readonly http: Http, readonly type: T, readonly relationships: L, readonly operations: O) {}
 
   list(query?: Q): Promise<Page<R, I>> {
@@ -215,14 +229,15 @@ export class ResourceApi<T extends string, R, I, Q, G, C, U, L, O> {
     };
   }
 
-  create(resource: C): Promise<One<R, I>> {
-    return this.http.send("POST", `/${this.type}`, undefined, { data: resourceData(this.type, undefined, resource) })
-      .then((answer) => withTag<One<R, I>>(answer));
+  create(resource: C, options?: SidepostOptions<N>): Promise<One<R, I>> {
+    const [body, headers] = writeBody(resourceData(this.type, undefined, resource), options?.included, {});
+    return this.http.send("POST", `/${this.type}`, undefined, body, headers).then((answer) => withTag<One<R, I>>(answer));
   }
 
-  update(id: string, resource: U, options?: WriteOptions): Promise<One<R, I>> {
-    return this.http.send("PATCH", `/${this.type}/${encodeURIComponent(id)}`, undefined,
-      { data: resourceData(this.type, id, resource) }, ifMatch(options)).then((answer) => withTag<One<R, I>>(answer));
+  update(id: string, resource: U, options?: WriteOptions & SidepostOptions<N>): Promise<One<R, I>> {
+    const [body, headers] = writeBody(resourceData(this.type, id, resource), options?.included, ifMatch(options));
+    return this.http.send("PATCH", `/${this.type}/${encodeURIComponent(id)}`, undefined, body, headers)
+      .then((answer) => withTag<One<R, I>>(answer));
   }
 
   delete(id: string, options?: WriteOptions): Promise<void> {

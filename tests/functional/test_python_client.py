@@ -93,4 +93,5 @@ def test_the_tour_runs_against_the_service(generated, wsgi_app, blog, auth_heade
     assert seen[2].startswith("get: Hello, JSON:API, ") and seen[2].endswith("etag True")
     assert seen[3:5] == ["unchanged: True", "created: tags from-python"]
     assert seen[5].startswith("updated: Retitled, tags [Identifier(type='tags', id=")
-    assert seen[6:] == ["stale tag: 412 Precondition Failed", "deleted: 404", "iterated: 3 articles, one page each"]
+    assert seen[6:9] == ["stale tag: 412 Precondition Failed", "deleted: 404", "iterated: 3 articles, one page each"]
+    assert seen[9].startswith("sideposted: Sideposted with the tag sideposted (")  # its new id

@@ -78,6 +78,8 @@ MISTAKES = {
     "custom operation": 'api.users.operations.item.activte("1");',
     "statistics function": 'api.articles.list({ stats: { title: ["sum"] } });',
     "atomic type": 'api.atomic([{ op: "add", data: { type: "tag", attributes: {} } }]);',
+    "sideposted attribute": ('api.tags.create({ attributes: { name: "t" } }, '
+                             '{ included: [{ type: "tags", lid: "a", attributes: { nam: "x" } }] });'),
 }
 CORRECT = """
 const page = await api.articles.list({ include: ["author", "tags"], fields: { articles: ["title", "author"] },
@@ -92,6 +94,8 @@ await api.articles.update("7", { attributes: { title: "y" }, relationships: { ta
 await api.articles.relationships.tags.add("7", [{ type: "tags", id: tag.data.id }]);
 await api.articles.delete("7");
 await api.articles.list({ sort: ["-comments.count", "author.name", "id"] });
+await api.articles.create({ attributes: { title: "t" }, relationships: { tags: [{ type: "tags", lid: "a" }] } },
+  { included: [{ type: "tags", lid: "a", attributes: { name: "new" } }] });
 await api.articles.list({ stats: { total: ["count"], title: ["minimum", "maximum"] }, group: ["status"],
   meta: { articles: ["estimatedCount"] } });
 const pages = api.articles.pages({ sort: ["title"], page: { size: 10 } });
@@ -153,12 +157,13 @@ def test_a_node_script_uses_the_client_against_the_blog(tsc, blog_client, tmp_pa
     assert counted["meta"] == {"totalCount": 1, "stats": {"total": {"count": 1}, "title": {"minimum": "Typed one"}}}
     assert counted["paged"] == counted["all"] >= 1
     assert report["atomicTag"] == "ts3-one"  # an atomic request
+    assert report["sideposted"] == ["tags"]  # the new tag, with its lid, in the answer's included
     from jsonapi_blog.models import Article, Tag, User
 
     db.expire_all()
     assert db.get(Article, int(article)) is None  # deleted through the client
     assert db.get(User, inactive.id).active is True
-    assert sorted(tag.name for tag in db.query(Tag)) == ["ts-one", "ts2-one", "ts3-one"]
+    assert sorted(tag.name for tag in db.query(Tag)) == ["ts-one", "ts2-one", "ts3-one", "ts4-one"]
 
 
 def test_the_catalogues_client_compiles_strictly(tsc, tmp_path):
