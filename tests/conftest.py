@@ -77,6 +77,13 @@ def postgresql_only(why: str, backends: list[str] | None = None) -> str:
     return f"needs PostgreSQL ({why}), and this run has none: start one on 127.0.0.1:5432 or set TEST_DATABASE_URL"
 
 
+def backend_database(backend: str, tmp_path_factory, prefix: str):
+    """A fresh database of ``backend`` for a test module's own models (a context manager of its
+    URL): a new SQLite file, or a new PostgreSQL database named ``<prefix>_<random>``, dropped
+    afterwards."""
+    return _sqlite_database(tmp_path_factory) if backend == "sqlite" else _postgresql_database(prefix)
+
+
 @contextlib.contextmanager
 def _sqlite_database(tmp_path_factory):
     path = tmp_path_factory.mktemp("db") / "test.sqlite"

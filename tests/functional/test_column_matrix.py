@@ -17,9 +17,7 @@ on each attribute, cursor pages over each sortable attribute, related and relati
 """
 from __future__ import annotations
 
-import contextlib
 import enum
-import os
 import uuid
 from typing import Any
 from urllib.parse import quote
@@ -46,13 +44,11 @@ from sqlalchemy import (
     Time,
     Uuid,
     create_engine,
-    text,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
-from tests.conftest import BACKENDS, DEFAULT_PG_URL
+from tests.conftest import BACKENDS, backend_database
 
 MEDIA_TYPE = "application/vnd.api+json"
 CURSORS = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
@@ -158,27 +154,9 @@ def _models(key: str) -> tuple[type, type]:
 MODELS = {key: _models(key) for key in KEYS}
 
 
-@contextlib.contextmanager
-def _database(backend: str, tmp_path_factory: Any) -> Any:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('matrix')}/matrix.sqlite"
-        return
-    server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL).set(drivername="postgresql+psycopg")
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    name = f"jsonapi_matrix_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def matrix(request: Any, tmp_path_factory: Any) -> Any:
-    with _database(request.param, tmp_path_factory) as url:
+    with backend_database(request.param, tmp_path_factory, "jsonapi_matrix") as url:
         engine = create_engine(url)
         Base.metadata.create_all(engine)
         settings = {"sqlalchemy.url": url, "jsonapi.cursor_secret": "matrix-secret-" + "x" * 32}

@@ -5,7 +5,6 @@ to it by a two-column foreign key, tags through an association table keyed by it
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from urllib.parse import quote
 
@@ -15,12 +14,11 @@ import webtest
 from openapi_spec_validator import validate
 from pyramid.config import Configurator
 from sqlalchemy import BigInteger, Column, ForeignKey, ForeignKeyConstraint, Integer, String, Table, Uuid, create_engine, event, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer, count_of
 from jsonapi_pyramid.testing import conformance
-from tests.conftest import BACKENDS, DEFAULT_PG_URL
+from tests.conftest import BACKENDS, backend_database
 
 MEDIA_TYPE = "application/vnd.api+json"
 ATOMIC = 'application/vnd.api+json; ext="https://jsonapi.org/ext/atomic"'
@@ -153,27 +151,9 @@ def make_app(url):
     return config.make_wsgi_app()
 
 
-@contextlib.contextmanager
-def _database(backend, tmp_path_factory):
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('composite')}/composite.sqlite"
-        return
-    server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL).set(drivername="postgresql+psycopg")
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    name = f"jsonapi_composite_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def served(request, tmp_path_factory):
-    with _database(request.param, tmp_path_factory) as url:
+    with backend_database(request.param, tmp_path_factory, "jsonapi_composite") as url:
         engine = create_engine(url)
         Base.metadata.create_all(engine)
         app = make_app(url)

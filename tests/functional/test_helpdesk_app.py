@@ -9,10 +9,8 @@ with ``operations.validated`` and ``no_content``; ``add_request_method`` for the
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import enum
-import os
 import uuid
 from typing import Any
 
@@ -21,14 +19,13 @@ import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import DateTime, Enum, ForeignKeyConstraint, Interval, String, Uuid, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import DateTime, Enum, ForeignKeyConstraint, Interval, String, Uuid, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import Forbidden, RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
 from jsonapi_pyramid.operations import no_content, request_data, validated
 from jsonapi_pyramid.testing import conformance
-from tests.conftest import BACKENDS, DEFAULT_PG_URL
+from tests.conftest import BACKENDS, backend_database
 
 MEDIA_TYPE = "application/vnd.api+json"
 CURSOR = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
@@ -138,27 +135,9 @@ def make_app(url: str) -> Any:
     return config.make_wsgi_app()
 
 
-@contextlib.contextmanager
-def _database(backend: str, tmp_path_factory: Any) -> Any:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('helpdesk')}/helpdesk.sqlite"
-        return
-    server = make_url(os.environ.get("TEST_DATABASE_URL") or DEFAULT_PG_URL).set(drivername="postgresql+psycopg")
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    name = f"jsonapi_helpdesk_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def helpdesk(request: Any, tmp_path_factory: Any) -> Any:
-    with _database(request.param, tmp_path_factory) as url:
+    with backend_database(request.param, tmp_path_factory, "jsonapi_helpdesk") as url:
         engine = create_engine(url)
         Base.metadata.create_all(engine)
         app = make_app(url)
