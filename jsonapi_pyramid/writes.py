@@ -29,7 +29,7 @@ entity in memory: the views (and atomic operations) read the row back after the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyramid.config import Configurator
@@ -60,11 +60,12 @@ KINDS = ("create", "update", "remove", "replace_to_one", "add_to_many", "replace
 
 
 
-@dataclass
+@dataclass(frozen=True)
 class Write:
     """One write: ``context`` is the target node (``Collection`` for a create, ``Item``,
     ``ToOneLinkage`` or ``ToManyLinkage``), ``data`` the ``data`` member sent, ``meta`` the atomic
-    operation's ``meta`` (None for a single request). ``kind`` is set by the operation."""
+    operation's ``meta`` (None for a single request). Each operation hands the checks a copy that
+    names it (``kind``, one of ``KINDS``); nothing changes a ``Write`` once it is made."""
 
     context: Any
     data: Any
@@ -87,17 +88,19 @@ def add_write_check(config: Configurator, check: Callable[..., Any]) -> None:
     config.action(("jsonapi-write-check", check), register, introspectables=(introspection.write_check(config, check),))
 
 
-def _begin(write: Write, kind: str) -> None:
-    write.kind = kind
+def _begin(write: Write, kind: str) -> Write:
+    """``write`` as the operation ``kind``, after the registered checks have seen it."""
+    write = replace(write, kind=kind)
     request = write.request
     for check in get_registry(request).write_checks:
         check(request, write)
+    return write
 
 
 def create(write: Write) -> Any:
     """A new resource of ``write.context.definition`` from a resource object; returns the entity
     (flushed: it has its id)."""
-    _begin(write, "create")
+    write = _begin(write, "create")
     request, definition = write.request, write.context.definition
     changes = validate_resource(request, definition, write.data)
     plain = definition.plain_writes
@@ -116,7 +119,7 @@ def create(write: Write) -> Any:
 
 def update(write: Write) -> Any:
     """Only the attributes and relationships sent change; returns the entity."""
-    _begin(write, "update")
+    write = _begin(write, "update")
     request, context = write.request, write.context
     changes = validate_resource(request, context.definition, write.data, entity=context.entity)
     plain = context.definition.plain_writes
@@ -130,7 +133,7 @@ def update(write: Write) -> Any:
 def remove(write: Write) -> None:
     """Delete the resource. Rows that depend on it go with it or are unlinked as the database's
     foreign keys say (ON DELETE CASCADE / SET NULL)."""
-    _begin(write, "remove")
+    write = _begin(write, "remove")
     request = write.request
     request.dbsession.delete(write.context.entity)
     request.dbsession.flush()
@@ -138,7 +141,7 @@ def remove(write: Write) -> None:
 
 def replace_to_one(write: Write) -> None:
     """Replace or clear (``data: null``) a to-one relationship."""
-    _begin(write, "replace_to_one")
+    write = _begin(write, "replace_to_one")
     context = write.context
     target = validate_linkage(write.request, context, write.data, mode="replace")
     set_relationship(context.entity, context.relationship, target)
@@ -147,7 +150,7 @@ def replace_to_one(write: Write) -> None:
 
 def add_to_many(write: Write) -> None:
     """Link the members sent (already linked ones are kept as they are)."""
-    _begin(write, "add_to_many")
+    write = _begin(write, "add_to_many")
     context = write.context
     members = validate_linkage(write.request, context, write.data, mode="add")
     add_members(context.entity, context.relationship, members)
@@ -156,7 +159,7 @@ def add_to_many(write: Write) -> None:
 
 def replace_to_many(write: Write) -> None:
     """The members sent become the whole set."""
-    _begin(write, "replace_to_many")
+    write = _begin(write, "replace_to_many")
     context = write.context
     members = validate_linkage(write.request, context, write.data, mode="replace")
     set_relationship(context.entity, context.relationship, members)
@@ -165,7 +168,7 @@ def replace_to_many(write: Write) -> None:
 
 def remove_from_many(write: Write) -> None:
     """Unlink the members sent (the resources stay)."""
-    _begin(write, "remove_from_many")
+    write = _begin(write, "remove_from_many")
     context = write.context
     members = validate_linkage(write.request, context, write.data, mode="remove")
     remove_members(context.entity, context.relationship, members)
