@@ -2,8 +2,10 @@
 ``source`` being what bench/counting.py counts statements on (an engine or a counter).
 
 ``ours`` the reference service (jsonapi_blog) as shipped, with the settings bench/serve.py always
-used; ``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ours-nometrics``
-with ``jsonapi.metrics = false`` and ``ours-traced`` with OpenTelemetry spans too (their cost); ``ceiling``
+used; ``ours-prod`` the same under production.ini's ``[app:main]`` settings (the PostgreSQL phase,
+bench/pgphase.py: only the database URL and the cursor secret replaced, ``PRODUCTION_OVERRIDES``);
+``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ours-nometrics`` with
+``jsonapi.metrics = false`` and ``ours-traced`` with OpenTelemetry spans too (their cost); ``ceiling``
 (bench/ceiling.py), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
 bench/.peer-venv's Python), ``drf`` (bench/drf_app.py, in bench/.drf-venv's Python), ``before``
 (ours from the tree on PYTHONPATH).
@@ -23,6 +25,35 @@ OURS_SETTINGS = {
     "jsonapi.gc_freeze": "true",  # as production.ini
     "jsonapi.metrics": "true",  # as production.ini
 }
+
+
+#: What the PostgreSQL phase replaces in production.ini's ``[app:main]`` (the rest is read as it is).
+PRODUCTION_OVERRIDES = {
+    "sqlalchemy.url": "the bench's database (its application_name tells the backends apart)",
+    "jsonapi.cursor_secret": "the ceiling's (production gives every process the same one by JSONAPI_CURSOR_SECRET)",
+}
+
+
+def production_settings(ini: pathlib.Path | None = None) -> dict:
+    """production.ini's ``[app:main]`` settings as pserve passes them (``use`` left out)."""
+    import configparser
+
+    parser = configparser.RawConfigParser()
+    parser.optionxform = str  # keys as written
+    parser.read(ini or pathlib.Path(__file__).resolve().parent.parent / "production.ini")
+    return {key: value for key, value in parser.items("app:main") if key != "use"}
+
+
+def build_production(url: str):
+    """``ours`` under production.ini's settings: only ``PRODUCTION_OVERRIDES`` replaced."""
+    for name in ("DATABASE_URL", "DATABASE_READ_URL", "JSONAPI_CURSOR_SECRET", "JSONAPI_ETAGS", "JSONAPI_CORS_ORIGINS"):
+        os.environ.pop(name, None)
+    from ceiling import CURSOR_SECRET
+
+    from jsonapi_blog import main
+
+    app = main({}, **{**production_settings(), "sqlalchemy.url": url, "jsonapi.cursor_secret": CURSOR_SECRET})
+    return app, app.registry["db.engine"]
 
 
 def _discarding_provider():
@@ -60,6 +91,8 @@ def build_ours(url: str, etags: bool = True, metrics: bool = True, traced: bool 
 def build(name: str, url: str):
     if name in ("ours", "before"):  # "before": the same service from another source tree (PYTHONPATH)
         return build_ours(url)
+    if name == "ours-prod":
+        return build_production(url)
     if name == "ours-noetag":
         return build_ours(url, etags=False)
     if name == "ours-nometrics":

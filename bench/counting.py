@@ -3,7 +3,9 @@
 ``Counting(app, source)``: ``source`` is a SQLAlchemy engine (a ``before_cursor_execute`` listener
 is installed on it, SQLAlchemy 1.4 and 2.x alike, so the application under test is not changed;
 transaction control statements, BEGIN/COMMIT/ROLLBACK/SAVEPOINT, are not counted, as in the test
-suite's ``count_statements``) or an object with a ``statements`` attribute the application keeps
+suite's ``count_statements``; the pool's pings, ``pool_pre_ping``'s ``SELECT 1`` run by the dialect's
+``do_ping`` on the DBAPI connection without cursor events, are counted apart by wrapping the engine's
+dialect's ``do_ping`` for the same window) or an object with a ``statements`` attribute the application keeps
 itself (bench/ceiling.py, bench/floor.py: they run SQL without SQLAlchemy).
 ``/__bench__/reset`` sets both counters to zero and starts counting statements, ``/__bench__/stats``
 reports and stops (the engine's listener is only there between the two). Counts are exact when
@@ -22,6 +24,7 @@ class Counting:
         self.app = app
         self.requests = 0
         self._statements = 0
+        self.pings = 0
         self._counter = self._engine = None
         self._listening = False
         if hasattr(source, "dispatch"):  # an engine
@@ -35,6 +38,14 @@ class Counting:
             from sqlalchemy import event
 
             event.listen(self._engine, "before_cursor_execute", self._record)
+            dialect = self._engine.dialect
+            ping = dialect.do_ping
+
+            def counted_ping(dbapi_connection):
+                self.pings += 1
+                return ping(dbapi_connection)
+
+            dialect.do_ping = counted_ping  # on the instance: the pool's _do_ping_w_event calls self.do_ping
             self._listening = True
 
     def close(self) -> None:
@@ -46,6 +57,7 @@ class Counting:
             from sqlalchemy import event
 
             event.remove(self._engine, "before_cursor_execute", self._record)
+            del self._engine.dialect.do_ping  # the class's again
             self._listening = False
 
     @property
@@ -67,9 +79,9 @@ class Counting:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/__bench__/"):
             if path == "/__bench__/reset":
-                self.statements = self.requests = 0
+                self.statements = self.requests = self.pings = 0
                 self._listen()
-            body = json.dumps({"statements": self.statements, "requests": self.requests}).encode()
+            body = json.dumps({"statements": self.statements, "requests": self.requests, "pings": self.pings}).encode()
             if path != "/__bench__/reset":
                 self.close()  # the counting window (reset .. stats) is over
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])

@@ -429,6 +429,9 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
                           "S7u includes every comment of each of 50 articles; S7p at most 3 per article with "
                           "`meta.count` and pagination links per relationship (window functions, one statement).",
                           "S7u", "S7p")
+    import pgreport
+
+    lines += pgreport.section(run.get("postgresql"))
     lines += atomic_section(run["atomic"]) + processes_section(run["processes"], info["nproc"] or 2)
     lines += previous_section(run) + other_apps_section(run) + drf_section(run) + targets_section(run)
     if run["walks"]:
@@ -437,12 +440,42 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
     if run["notes"]:
         lines += ["", "## Notes", ""]
         lines += [f"- {scenario} / {app}: {note}" for (scenario, app), note in sorted(run["notes"].items())]
-    text = "\n".join(lines) + "\n"
-    if path.exists() and MARKER in path.read_text():  # keep the hand-written analysis below the marker
-        text += "\n" + MARKER + path.read_text().split(MARKER, 1)[1]
-    path.write_text(text)
+    keep_analysis(path, lines)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(
         {key: ({"|".join(map(str, k)): v for k, v in value.items()} if isinstance(value, dict) and value
                and isinstance(next(iter(value)), tuple) else value)
          for key, value in run.items() if key != "root"}, indent=1, default=str))
+
+
+def keep_analysis(path: pathlib.Path, lines: list[str]) -> None:
+    """Writes ``lines`` above the marker, keeping what is below it in the existing file."""
+    text = "\n".join(lines) + "\n"
+    if path.exists() and MARKER in path.read_text():  # keep the hand-written analysis below the marker
+        text += "\n" + MARKER + path.read_text().split(MARKER, 1)[1]
+    path.write_text(text)
+
+
+def write_postgresql_only(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
+    """``BENCH_POSTGRESQL=only``: the header and the PostgreSQL section alone."""
+    import pgreport
+
+    info = machine(run["root"])
+    lines = [
+        "# Benchmark results: the PostgreSQL phase alone (BENCH_POSTGRESQL=only)",
+        "",
+        "Written by `BENCH_POSTGRESQL=only make bench` (bench/run.py, bench/pgphase.py, bench/pgreport.py); how to "
+        "read it: bench/README.md, \"The PostgreSQL section\".",
+        "",
+        f"- date: {run['date']}; commit: `{info['commit']}`; total time of the run: {run['elapsed'] / 60:.1f} min",
+        f"- machine: {info['nproc']} cores ({info['cpu']}), {info['memory_gib']} GiB memory; Python {info['python']}; "
+        f"{info['wrk']}",
+        f"- load average at the end: {', '.join(f'{x:.2f}' for x in info['load'])}",
+        f"- data: `jsonapi-pyramid-initdb --demo --scale {run['scale']}`; statements: {run['probes']} sequential "
+        "requests per app and scenario",
+    ]
+    lines += pgreport.section(run["postgresql"])
+    keep_analysis(path, lines)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results-postgresql.json").write_text(json.dumps(
+        {key: value for key, value in run.items() if key != "root"}, indent=1, default=str))

@@ -19,7 +19,9 @@ Phases: (1) seed SQLite (``initdb --demo --scale``), start the servers; (2) chec
 probe (sequential requests: status, statements per request, body size) and the ceiling's body
 compared with ours (bench/selfcheck.py's rule), the differences of drf's documents from ours listed
 (``selfcheck.differences``); (3) wrk at 1 and 8 connections, RUNS runs per cell,
-apps interleaved; peak RSS per scenario; (4) bench/calls.py in a subprocess (calls, statements,
+apps interleaved; peak RSS per scenario; (3b) PostgreSQL under production.ini beside the ceiling at one
+connection, with service and database CPU and statements as PostgreSQL logs them, and EXPLAIN of S2,
+S3, S7p (bench/pgphase.py, bench/explain.py); (4) bench/calls.py in a subprocess (calls, statements,
 CPU per request in-process); (5) bench/atomic_vs_single.py (100 operations in one request against
 100 requests); (6) PostgreSQL: N processes on N ports (bench/processes.py); (7) RESULTS.md.
 
@@ -33,9 +35,10 @@ BENCH_DATABASE_URL (run the main phase on this PostgreSQL database, WIPED, inste
 BENCH_PROCESSES ("1,2"; "0" skips the phase), BENCH_PROCESS_SCENARIOS ("S1,S3"), BENCH_PG_URL (the
 server for that phase: a database ``jsonapi_bench`` is made there and dropped;
 postgresql+psycopg://postgres@127.0.0.1:5432/postgres), BENCH_ATOMIC (0 skips), BENCH_CALLS (0
-skips), BENCH_BUDGET (minutes, 14: durations are shortened to fit), BENCH_PIN (1: servers pinned
+skips), BENCH_BUDGET (minutes, 17: durations are shortened to fit), BENCH_PIN (1: servers pinned
 to the last CPU, wrk to the others, as the outside run of issue 18 did), BENCH_OUT (bench/out),
-BENCH_RESULTS (bench/RESULTS.md).
+BENCH_RESULTS (bench/RESULTS.md), BENCH_POSTGRESQL (1: the PostgreSQL phase after the SQLite one, the
+default; 0: skipped; only: that phase alone), BENCH_PG_SCENARIOS, BENCH_EXPLAIN (bench/pgphase.py).
 """
 from __future__ import annotations
 
@@ -76,7 +79,7 @@ BEFORE = os.environ.get("BENCH_BEFORE")
 PROCESSES = [int(n) for n in os.environ.get("BENCH_PROCESSES", "1,2").split(",") if int(n) > 0]
 PROCESS_SCENARIOS = os.environ.get("BENCH_PROCESS_SCENARIOS", "S1,S3").split(",")
 PG_SERVER = os.environ.get("BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-BUDGET_S = float(os.environ.get("BENCH_BUDGET", "14")) * 60
+BUDGET_S = float(os.environ.get("BENCH_BUDGET", "17")) * 60
 #: BENCH_PIN=1: servers on the last CPU, wrk on the others (as the outside run pinned its server);
 #: not for the processes phase, whose N processes need the cores.
 PIN = os.environ.get("BENCH_PIN") == "1" and hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1
@@ -445,12 +448,18 @@ def apps_for(scenario: str, conns: int | None = None) -> list[str]:
 
 
 def plan_duration(scenarios: list[str]) -> int:
-    """DURATION, shortened (not below 1 s) when the wrk runs would not fit the budget."""
-    cells = sum(len(apps_for(s, c)) for s in scenarios for c in CONNECTIONS) * RUNS
+    """DURATION, shortened (not below 1 s) when the wrk runs would not fit the budget (the SQLite
+    phase's, the PostgreSQL phase's and the processes phase's runs alike)."""
+    import pgphase
+
+    only = pgphase.MODE == "only"
+    cells = 0 if only else sum(len(apps_for(s, c)) for s in scenarios for c in CONNECTIONS) * RUNS
+    cells += pgphase.planned_runs(RUNS)
     # Measured on this 2-core machine: seeding, start-up, checks and walks ~20 s, calls.py ~15-30 s,
     # the atomic comparison ~10 s, the PostgreSQL seed and servers ~25 s; wrk adds ~0.1 s to a run.
-    fixed = 30 + (25 if PROCESSES else 0) + (20 if os.environ.get("BENCH_CALLS", "1") == "1" else 0)
-    process_runs = len(PROCESS_SCENARIOS) * len(PROCESSES) * RUNS if PROCESSES else 0
+    fixed = 0 if only else 30 + (25 if PROCESSES else 0) + (20 if os.environ.get("BENCH_CALLS", "1") == "1" else 0)
+    fixed += pgphase.FIXED_S if pgphase.MODE != "0" else 0
+    process_runs = len(PROCESS_SCENARIOS) * len(PROCESSES) * RUNS if PROCESSES and not only else 0
     duration = DURATION
     while duration > 1 and fixed + (cells + process_runs) * (duration + 0.1) > BUDGET_S:
         duration -= 1
@@ -629,6 +638,31 @@ def processes_phase(binary: str, duration: int) -> dict:
     return out
 
 
+def postgresql_phase(binary: str, duration: int) -> dict:
+    """Phase 3b: ours under production.ini beside the ceiling on PostgreSQL (bench/pgphase.py)."""
+    import pgphase
+
+    try:
+        return pgphase.run(sys.modules[__name__], binary, duration)
+    except Exception as exc:  # noqa: BLE001 - the rest of the run is still worth its report
+        log(f"the PostgreSQL phase failed: {exc!r}")
+        return {"scenarios": [], "results": {}, "notes": [f"the phase failed: {exc!r}"]}
+    finally:
+        stop_all()
+
+
+def postgresql_only(binary: str, duration: int, started: float) -> int:
+    """BENCH_POSTGRESQL=only: the PostgreSQL phase alone, its section written to BENCH_RESULTS."""
+    import report
+
+    postgresql = postgresql_phase(binary, duration)
+    report.write_postgresql_only(RESULTS, OUT, {
+        "postgresql": postgresql, "duration": duration, "runs": RUNS, "scale": SCALE, "root": ROOT,
+        "elapsed": time.monotonic() - started, "date": now_iso(), "probes": PROBES, "pinned": PIN})
+    log(f"wrote {RESULTS}; done in {(time.monotonic() - started) / 60:.1f} min")
+    return 0
+
+
 # -- main ------------------------------------------------------------------------------------------
 
 def main() -> int:
@@ -656,6 +690,10 @@ def main() -> int:
     wanted = os.environ.get("BENCH_SCENARIOS")
     scenarios = [s for s in SCENARIOS if not wanted or s in wanted.split(",")]
     duration = plan_duration(scenarios)
+    import pgphase
+
+    if pgphase.MODE == "only":
+        return postgresql_only(binary, duration, started)
     url = seed()
     f = facts(url)
     log(f"facts: {f}")
@@ -682,6 +720,7 @@ def main() -> int:
         drive(binary, servers, scenarios, requests, results, notes, duration)
     finally:
         stop_all()
+    postgresql = postgresql_phase(binary, duration) if pgphase.MODE != "0" else None
     calls = calls_phase(url, scenarios) if os.environ.get("BENCH_CALLS", "1") == "1" else {}
     atomic = atomic_phase() if os.environ.get("BENCH_ATOMIC", "1") == "1" else None
     procs = None
@@ -701,7 +740,7 @@ def main() -> int:
         "duration": duration, "scale": SCALE, "database": "PostgreSQL (BENCH_DATABASE_URL)" if PG_URL else "SQLite file",
         "before": BEFORE, "elapsed": time.monotonic() - started, "date": now_iso(), "probes": PROBES,
         "process_counts": PROCESSES, "root": ROOT, "pinned": PIN, "drf_version": drf_version,
-        "drf_differences": drf_differences,
+        "drf_differences": drf_differences, "postgresql": postgresql,
     })
     log(f"wrote {RESULTS}; done in {(time.monotonic() - started) / 60:.1f} min")
     return 0
