@@ -6,7 +6,7 @@ INI ?= development.ini
 PORT ?= 6543
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-sqlite test-quick test-newest install initdb clean bench fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
+.PHONY: serve test test-sqlite test-quick test-newest install initdb clean bench bench-explain fuzz dist docs lint cluster cluster-down cluster-test test-serializable browser soak
 
 # The library (setup.py, with its extras) and, apart from it, the repository's applications and
 # tools (examples/setup.py: the reference blog, its entry points and dependencies, test tools).
@@ -70,14 +70,21 @@ fuzz: $(STAMP)
 clean:
 	rm -rf $(VENV) $(NEWEST) var/*.sqlite *.egg-info build dist
 
-# Benchmarks, by hand only (never part of `make test`; ~13 min, one run): seeds bench/out/, serves
+# Benchmarks, by hand only (never part of `make test`; ~17 min, one run): seeds bench/out/, serves
 # the reference service, the lean ceiling (bench/ceiling.py) and the floor (bench/floor.py) on
 # 127.0.0.1, checks the ceiling's documents, drives them with wrk (installed from the system's
-# packages if missing), counts calls in-process, runs N processes on PostgreSQL, writes
+# packages if missing), runs every scenario on PostgreSQL under production.ini beside the ceiling
+# (BENCH_POSTGRESQL=0 skips it, =only runs it alone), counts calls in-process, runs N processes on PostgreSQL, writes
 # bench/RESULTS.md. BENCH_SCENARIOS, BENCH_DURATION, BENCH_PEER, ...: bench/README.md, bench/run.py.
 # BENCH_PEER_DRF=1 adds Django REST framework JSON:API (bench/.drf-venv from PyPI; bench/DRF_PEER.md).
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# EXPLAIN (ANALYZE, BUFFERS) of every statement of S2, S3 and S7p, ours beside the lean ceiling, on a
+# fresh PostgreSQL database (BENCH_PG_URL's server; made, seeded and dropped): writes bench/EXPLAIN.md.
+# make bench runs it too, in its PostgreSQL phase (BENCH_POSTGRESQL; bench/README.md).
+bench-explain: $(STAMP)
+	$(BIN)/python bench/explain.py
 
 # A PostgreSQL 15 cluster on this machine (docs/cluster.rst): etcd, three Patroni nodes,
 # HAProxy and two `pserve production.ini` processes, all on 127.0.0.1, data in $(CLUSTER_DIR)

@@ -1,5 +1,8 @@
 """``EXPLAIN (ANALYZE, BUFFERS)`` of every statement ours and the lean ceiling run for S2, S3 and
-S7p, side by side: ``explain.py POSTGRESQL_URL [--out bench/EXPLAIN.md] [--scenarios S2,S3,S7p]``.
+S7p, side by side: ``explain.py [POSTGRESQL_URL] [--out bench/EXPLAIN.md] [--scenarios S2,S3,S7p]``.
+Without a URL (``make bench-explain``) it makes a database ``jsonapi_bench_explain`` on
+``BENCH_PG_URL``'s server (127.0.0.1:5432), seeds it with ``--scale BENCH_SCALE`` (10000),
+``VACUUM ANALYZE``s it, explains and drops it.
 
 Both apps are built in this process on the given (seeded) database: ours under production.ini's
 settings (bench/apps.py ``build_production``), its statements and their parameters captured by a
@@ -137,12 +140,15 @@ def render(plans: dict, requests: dict, url_note: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("url", help="a seeded PostgreSQL database (postgresql+psycopg://...)")
+    parser.add_argument("url", nargs="?", help="a seeded PostgreSQL database (postgresql+psycopg://...); "
+                        "none: a fresh one, seeded, dropped afterwards")
     parser.add_argument("--out", default=str(HERE / "EXPLAIN.md"))
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--note", default="", help="a line for the header (e.g. that the machine was shared)")
     args = parser.parse_args(argv)
     os.environ.pop("DATABASE_URL", None)
+    if args.url is None:
+        return fresh(args)
     import psycopg
     from run import facts
     from scenarios import WsgiClient, build
@@ -167,6 +173,32 @@ def main(argv=None) -> int:
     note = f"database `{url.database}`" + (f"; {args.note}" if args.note else "")
     pathlib.Path(args.out).write_text(render(plans, requests, note))
     return 0
+
+
+def fresh(args) -> int:
+    """``main`` on a database of its own, seeded and ``VACUUM ANALYZE``d, dropped afterwards."""
+    from run import PG_SERVER, seed
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = "jsonapi_bench_explain"
+    server = make_url(PG_SERVER)
+    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    url = server.set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        seed(url)
+        vacuum = create_engine(url, isolation_level="AUTOCOMMIT")
+        with vacuum.connect() as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+        vacuum.dispose()
+        return main([url, "--out", args.out, "--scenarios", args.scenarios, "--note", args.note])
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 if __name__ == "__main__":
