@@ -13,7 +13,8 @@ captured. Each captured statement is explained on a connection of its own with i
 bound on the client (psycopg's ``ClientCursor``: the plan is PostgreSQL's custom plan for these
 values; a statement psycopg has prepared may run a generic plan after five executions): first
 ``EXPLAIN (ANALYZE, BUFFERS)`` to warm the buffers, then ``FORMAT JSON`` for the figures and the
-text form shown. Transaction control and the pool's ping are not explained (no plan).
+text form shown; then the generic plan PostgreSQL runs once the statement is prepared (``generic``).
+Transaction control and the pool's ping are not explained (no plan).
 
 Run by the PostgreSQL phase of ``make bench`` (bench/pgphase.py) and by ``make bench-explain``.
 """
@@ -105,6 +106,36 @@ def explain(conn, sql: str, parameters) -> dict:
             "read": top.get("Shared Read Blocks", 0), "node": top["Node Type"], "rows": top.get("Actual Rows", 0)}
 
 
+def generic(conninfo: str, sql: str, parameters) -> dict:
+    """The generic plan PostgreSQL runs for the statement once it is prepared (as psycopg prepares a
+    statement after five executions on a connection that does not roll back, and
+    ``plan_cache_mode = auto`` then keeps the generic plan when it is not costlier than the custom
+    ones): prepared by psycopg on a connection of its own under ``force_generic_plan``, then
+    ``EXPLAIN (ANALYZE, BUFFERS) EXECUTE`` with the same values."""
+    import re
+
+    import psycopg
+
+    if isinstance(parameters, dict):  # psycopg numbers named placeholders by first appearance
+        names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+        values = [parameters[name] for name in names]
+    else:
+        values = list(parameters)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(sql, parameters, prepare=True)
+        name = conn.execute("SELECT name FROM pg_prepared_statements").fetchone()[0]
+        cursor = psycopg.ClientCursor(conn)
+        call = f"EXECUTE {name}({', '.join(['%s'] * len(values))})" if values else f"EXECUTE {name}"
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + call, values)
+        figures = cursor.fetchone()[0][0]
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + call, values)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    top = figures["Plan"]
+    return {"plan": plan, "execution_ms": figures.get("Execution Time", 0.0), "hit": top.get("Shared Hit Blocks", 0),
+            "node": top["Node Type"]}
+
+
 def first_words(sql: str, n: int = 90) -> str:
     flat = " ".join(sql.split())
     return (flat[:n] + "…" if len(flat) > n else flat).replace("|", "/")
@@ -122,19 +153,23 @@ def render(plans: dict, requests: dict, url_note: str) -> str:
     for scenario, by_app in plans.items():
         request = requests[scenario]
         lines += ["", f"## {scenario} `{request.method} {request.path}`", "",
-                  "| app | # | statement | top node | rows | planning ms | execution ms | buffers hit / read |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| app | # | statement | top node | rows | planning ms | execution ms | buffers hit / read "
+                  "| generic plan: top node | execution ms | buffers hit |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for app, found in by_app.items():
             for index, item in enumerate(found, 1):
                 lines.append(f"| {app} | {index} | `{first_words(item['sql'])}` | {item['node']} | {item['rows']} | "
-                             f"{item['planning_ms']:.3f} | {item['execution_ms']:.3f} | {item['hit']} / {item['read']} |")
+                             f"{item['planning_ms']:.3f} | {item['execution_ms']:.3f} | {item['hit']} / {item['read']} | "
+                             f"{item['generic']['node']} | {item['generic']['execution_ms']:.3f} | {item['generic']['hit']} |")
             lines.append(f"| **{app}, all** | {len(found)} | | | | {sum(i['planning_ms'] for i in found):.3f} | "
                          f"{sum(i['execution_ms'] for i in found):.3f} | {sum(i['hit'] for i in found)} / "
-                         f"{sum(i['read'] for i in found)} |")
+                         f"{sum(i['read'] for i in found)} | | {sum(i['generic']['execution_ms'] for i in found):.3f} | "
+                         f"{sum(i['generic']['hit'] for i in found)} |")
         for app, found in by_app.items():
             for index, item in enumerate(found, 1):
                 lines += ["", f"### {scenario}, {app}, statement {index}", "", "```sql", item["sql"], "```", "",
-                          "```", item["plan"], "```"]
+                          "```", item["plan"], "```", "", "Generic plan (prepared, `EXPLAIN (ANALYZE, BUFFERS) EXECUTE`):",
+                          "", "```", item["generic"]["plan"], "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -166,10 +201,11 @@ def main(argv=None) -> int:
     ours = capture_ours(args.url, requests)
     ceiling = capture_ceiling(args.url, ceiling_requests)
     plans: dict = {}
-    with psycopg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True) as conn:
+    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
         for scenario in names:
-            plans[scenario] = {"ours": [explain(conn, sql, p) for sql, p in ours[scenario]],
-                               "ceiling": [explain(conn, sql, p) for sql, p in ceiling[scenario]]}
+            plans[scenario] = {app: [{**explain(conn, sql, p), "generic": generic(conninfo, sql, p)} for sql, p in found]
+                               for app, found in (("ours", ours[scenario]), ("ceiling", ceiling[scenario]))}
     note = f"database `{url.database}`" + (f"; {args.note}" if args.note else "")
     pathlib.Path(args.out).write_text(render(plans, requests, note))
     return 0

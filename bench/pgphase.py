@@ -200,6 +200,7 @@ def run(runner, binary: str, duration: int) -> dict:
         out["notes"].append(f"PostgreSQL not usable at {server_url.render_as_string()}: {exc}")
         return out
     servers: dict = {}
+    finished = False
     try:
         admin.execute(text(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'))
         admin.execute(text(f'CREATE DATABASE "{DATABASE}"'))
@@ -269,18 +270,27 @@ def run(runner, binary: str, duration: int) -> dict:
                 runner.log(f"PG {scenario:4} {name:8} c=1: {cell['rps']:8.1f} rps  runs {cell['runs_rps']}  CPU us/req: "
                            f"service {cell['service_us']:.0f}, database {cell['database_us']:.0f} "
                            f"({cell['backends']} backend(s))  errors {cell['errors']}")
+        finished = True
     finally:
         for server in servers.values():
             server.stop()
+        if not finished:  # a failure: the database (and its log_statement) goes at once
+            drop(admin)
     if os.environ.get("BENCH_EXPLAIN", "") != "0":
         out["explain"] = explain(runner, url.render_as_string(hide_password=False))
+    drop(admin)
+    admin.close()
+    engine.dispose()
+    return out
+
+
+def drop(admin) -> None:
+    from sqlalchemy import text
+
     try:
         admin.execute(text(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'))
     except Exception:  # noqa: BLE001, S110 - a leftover bench database is harmless
         pass
-    admin.close()
-    engine.dispose()
-    return out
 
 
 def explain(runner, url: str) -> str | None:
