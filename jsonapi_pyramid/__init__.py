@@ -44,7 +44,7 @@ from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
 from .security import Permission
-from .stats import PROFILE as STATS_PROFILE
+from .stats_meta import PROFILE as STATS_PROFILE
 from .transformer import Transformer
 from .traversal import Root
 from .writes import add_write_check

@@ -32,7 +32,7 @@ from .contract import ResourceDefinition, get_registry
 from .include_pages import PagedMembers
 from .loading import Loaded
 from .query import QueryPlan
-from .stats import apply_stats
+from .stats_meta import apply_stats
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls

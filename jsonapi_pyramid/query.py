@@ -20,7 +20,7 @@ from .filter_syntax import parse_filters
 from .filter_terms import parse_term
 from .include_pages import include_pages
 from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .stats import StatsPlan, parse_stats
+from .stats_plan import StatsPlan, parse_stats
 
 __all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 

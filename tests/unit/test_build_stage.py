@@ -10,7 +10,7 @@ import pathlib
 DOCUMENT = pathlib.Path(__file__).resolve().parents[2] / "jsonapi_pyramid" / "document.py"
 #: the modules of the parse and load stages, and what runs statements
 EARLIER = {"query", "filter_syntax", "filter_terms", "loading", "includes", "filtering", "sorting", "pagination",
-           "idlists", "connection", "db"}
+           "stats_plan", "stats_sql", "idlists", "connection", "db"}
 #: the values those stages hand to the builder
 VALUES = {"QueryPlan", "Loaded"}
 
