@@ -25,6 +25,7 @@ from . import introspection
 from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
+from .cursors import PROFILE as CURSOR_PROFILE
 from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
 from .errors import (
     BadRequest,
@@ -39,7 +40,6 @@ from .errors import (
 from .hints import did_you_mean
 from .loading import count_of
 from .negotiation import ATOMIC_EXT
-from .pagination import PROFILE as CURSOR_PROFILE
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer

@@ -19,7 +19,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name
 from .filtering import declared_order, related_aggregate, related_count
-from .pagination import OrderKey
+from .keyset import OrderKey
 from .relationships import Aggregate, relationship_aggregate
 
 __all__ = ["aggregate_column", "sort_keys"]

@@ -53,8 +53,8 @@ ALLOWED = {
     ("jsonapi_pyramid/tag_linkage.py", "_fields"): ("public", 1),  # Row._fields
     ("jsonapi_pyramid/openapi/stats.py", "_param"): ("own", 3),  # openapi.document's builder
     ("jsonapi_pyramid/openapi/stats.py", "_list_param"): ("own", 3),
-    ("jsonapi_pyramid/pagination.py", "_key"): ("own", 1),  # the cursor codec of the same module
-    ("jsonapi_pyramid/pagination.py", "_prefix"): ("own", 1),
+    ("jsonapi_pyramid/cursors.py", "_key"): ("own", 1),  # the cursor codec of the same module
+    ("jsonapi_pyramid/cursors.py", "_prefix"): ("own", 1),
 }
 
 #: Names without an underscore that another package's documentation does not list either (its
