@@ -92,7 +92,7 @@ DEFAULTS = {
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "max_sidepost_resources": 100,  # new resources in the included of one sideposting POST/PATCH; more: 413
-    "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats.py)
+    "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats_sql.py)
     # meta[<type>]=estimatedCount: exact up to this many resources, the planner's estimate past it
     # (PostgreSQL; counts.py); never more than this + 1 rows read for it
     "exact_count_limit": 10000,

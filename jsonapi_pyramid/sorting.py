@@ -1,4 +1,4 @@
-"""Sort keys -> SQL: the ``ORDER BY`` of a collection read, as ``pagination.OrderKey`` objects.
+"""Sort keys -> SQL: the ``ORDER BY`` of a collection read, as ``keyset.OrderKey`` objects.
 
 A key is an attribute of the resource, an attribute through to-one relationships
 (``sort=author.name``: an outer join, so no row is dropped or repeated, rows without a visible
