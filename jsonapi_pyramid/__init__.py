@@ -25,7 +25,6 @@ from . import introspection
 from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
-from .cursors import PROFILE as CURSOR_PROFILE
 from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
 from .errors import (
     BadRequest,
@@ -40,11 +39,12 @@ from .errors import (
 from .hints import did_you_mean
 from .loading import count_of
 from .negotiation import ATOMIC_EXT
+from .pagination import PROFILE as CURSOR_PROFILE
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
 from .security import Permission
-from .stats_meta import PROFILE as STATS_PROFILE
+from .stats import PROFILE as STATS_PROFILE
 from .transformer import Transformer
 from .traversal import Root
 from .writes import add_write_check
@@ -92,7 +92,7 @@ DEFAULTS = {
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "max_sidepost_resources": 100,  # new resources in the included of one sideposting POST/PATCH; more: 413
-    "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats_sql.py)
+    "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats.py)
     # meta[<type>]=estimatedCount: exact up to this many resources, the planner's estimate past it
     # (PostgreSQL; counts.py); never more than this + 1 rows read for it
     "exact_count_limit": 10000,
