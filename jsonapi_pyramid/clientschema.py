@@ -27,11 +27,11 @@ from typing import Any
 import orjson
 
 from .contract import get_registry
+from .cursors import PROFILE as CURSOR_PROFILE
 from .filter_terms import path_operators
 from .negotiation import SUPPORTED_EXTENSIONS
 from .openapi.components import attribute_schema, request_attributes_schema
-from .pagination import PROFILE as CURSOR_PROFILE
-from .stats import PROFILE as STATS_PROFILE
+from .stats_meta import PROFILE as STATS_PROFILE
 from .validation import writable_attributes
 
 __all__ = ["schema_json", "schema_of"]

@@ -19,7 +19,6 @@ document.
 """
 from __future__ import annotations
 
-import math
 from itertools import groupby
 from operator import itemgetter
 from typing import Any, cast
@@ -31,8 +30,9 @@ from pyramid.traversal import find_interface, resource_path
 from .contract import ResourceDefinition, get_registry
 from .include_pages import PagedMembers
 from .loading import Loaded
+from .page_links import apply_cursors, page_links
 from .query import QueryPlan
-from .stats import apply_stats
+from .stats_meta import apply_stats
 from .transformer import Transformer
 from .traversal import ApiRoot
 from .urls import request_urls
@@ -91,7 +91,7 @@ def linkage_document(request: Request, plan: QueryPlan, context: Any, loaded: Lo
     meta = builder.count_meta(loaded)
     if meta:
         document["meta"] = meta
-    return apply_stats(DocumentBuilder.apply_cursors(document, loaded), loaded.stats)
+    return apply_stats(apply_cursors(document, loaded), loaded.stats)
 
 
 def api_base(request: Request) -> str:
@@ -246,7 +246,7 @@ class DocumentBuilder:
         query = self.request.environ.get("QUERY_STRING")
         links = {"self": f"{path_url}?{query}" if query else path_url, **(extra_links or {}), **self.page_links(loaded, path_url)}
         document = self._top(data, loaded, links, self.count_meta(loaded))
-        return apply_stats(self.apply_cursors(document, loaded), loaded.stats)
+        return apply_stats(apply_cursors(document, loaded), loaded.stats)
 
     @staticmethod
     def count_meta(loaded: Loaded) -> dict[Any, Any] | None:
@@ -259,45 +259,7 @@ class DocumentBuilder:
             meta["estimatedCount"], meta["estimatedCountExact"] = loaded.estimate
         return meta or None
 
-    @staticmethod
-    def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:
-        """Cursor pagination: the profile in ``jsonapi.profile`` (the ``jsonapi`` renderer puts it in the
-        ``Content-Type`` too), an item cursor in each item's ``meta.page.cursor`` and the
-        pagination metadata (``rangeTruncated``, ``total``) in the top-level ``meta.page``."""
-        cursors = loaded.cursors
-        if cursors is None:
-            return document
-        document["jsonapi"] = {**document["jsonapi"], "profile": [cursors.profile]}
-        for item, cursor in zip(document["data"], cursors.item_cursors):
-            item.setdefault("meta", {})["page"] = {"cursor": cursor}
-        page_meta = dict(cursors.meta)
-        if loaded.total is not None:
-            page_meta["total"] = loaded.total
-        if page_meta:
-            meta = document.pop("meta", {})
-            document["meta"] = {**meta, "page": page_meta}
-        return document
-
     def page_links(self, loaded: Loaded, path_url: str | None = None) -> dict[Any, Any]:
         """``first``, ``prev``, ``next`` and (when the total is known) ``last``; every link keeps
-        the request's other query parameters (``QueryPlan.links_query``)."""
-        page = self.plan.page
-        if page is None:
-            return {}
-        if loaded.cursors is not None:
-            return loaded.cursors.links
-        kept = self.plan.links_query
-        path_url = path_url or self.urls.path
-        start = f"{path_url}?{kept}&page[number]=" if kept else f"{path_url}?page[number]="
-
-        def link(number: int) -> str:  # the other parameters encoded once
-            return f"{start}{number}"
-
-        links = {
-            "first": link(1),
-            "prev": link(page.number - 1) if page.number > 1 else None,
-            "next": link(page.number + 1) if loaded.has_next else None,
-        }
-        if loaded.total is not None:
-            links["last"] = link(max(1, math.ceil(loaded.total / page.size)))
-        return links
+        the request's other query parameters (``page_links.page_links``)."""
+        return page_links(self.plan, loaded, path_url or self.urls.path)

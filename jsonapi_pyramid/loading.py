@@ -32,10 +32,10 @@ from .counts import count, estimated_count
 from .filtering import filter_parameters, filter_shape, filters_criterion
 from .identifiers import CompositeId
 from .idlists import bind_ids, dialect_of, ids_in
-from .pagination import CursorPage, OrderKey, load_cursor_page
+from .keyset import CursorPage, OrderKey, load_cursor_page
 from .query import Page, QueryPlan
 from .sorting import sort_keys
-from .stats import load_stats
+from .stats_sql import load_stats
 from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage
 
 __all__ = ["Loaded", "count_of", "load_linkage", "load_metas"]

@@ -15,15 +15,17 @@ from pyramid.request import Request
 
 from .acl import check_restricted_path
 from .contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
+from .cursors import check_cursor_sort, max_size_error, profile_requested
 from .errors import BadRequest
 from .filter_syntax import parse_filters
 from .filter_terms import parse_term
 from .include_pages import include_pages
-from .pagination import check_cursor_sort, max_size_error, profile_requested
-from .stats import StatsPlan, parse_stats
+from .stats_plan import StatsPlan, parse_stats
 
 __all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
 
+_NUMBER_PAGE = frozenset({"page[number]"})
+_CURSOR_PAGE = frozenset({"page[number]", "page[after]", "page[before]"})
 _FAMILIES = ("include", "fields", "sort", "filter", "page", "meta", "stats", "group")
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?:\[(?P<key>[^\[\]]*)\])?(?:\[(?P<op>[^\[\]]*)\])?$")
 # JSON:API 1.1: the base name of a family (before any "[") of implementation-specific parameters
@@ -73,7 +75,8 @@ class QueryPlan:
     include_pages: dict[Any, Any] = field(default_factory=dict)
     #: ``stats[...]`` and ``group`` (``stats``), None when not asked for
     stats: StatsPlan | None = None
-    #: the query of a collection's page links: every parameter of the request but ``page[number]``, encoded
+    #: the query of a collection's page links: every parameter of the request but ``page[number]``
+    #: (and, for a cursor page, ``page[after]`` and ``page[before]``), encoded
     links_query: str = ""
 
     def wants_total(self, type_name: str) -> bool:
@@ -203,7 +206,8 @@ def _parse_query(request: Request, definition: ResourceDefinition, collection: b
     if collection:
         plan.stats = parse_stats(check, definition, given.stats, given.group, settings["max_include_depth"])
         plan.page = _parse_page(given.page, settings, profile)
-        plan.links_query = urlencode([(k, v) for k, v in request.GET.items() if k != "page[number]"],
+        moved = _CURSOR_PAGE if plan.page.cursor else _NUMBER_PAGE  # what each link sets anew
+        plan.links_query = urlencode([(k, v) for k, v in request.GET.items() if k not in moved],
                                      quote_via=quote, safe="[],.-")
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)

@@ -1,4 +1,4 @@
-"""Sort keys -> SQL: the ``ORDER BY`` of a collection read, as ``pagination.OrderKey`` objects.
+"""Sort keys -> SQL: the ``ORDER BY`` of a collection read, as ``keyset.OrderKey`` objects.
 
 A key is an attribute of the resource, an attribute through to-one relationships
 (``sort=author.name``: an outer join, so no row is dropped or repeated, rows without a visible
@@ -19,7 +19,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 
 from .connection import dialect_name
 from .filtering import declared_order, related_aggregate, related_count
-from .pagination import OrderKey
+from .keyset import OrderKey
 from .relationships import Aggregate, relationship_aggregate
 
 __all__ = ["aggregate_column", "sort_keys"]

@@ -9,7 +9,7 @@ import orjson
 from ..contract import get_registry
 from ..negotiation import SIDEPOST_EXT
 from ..renderer import MEDIA_TYPE
-from ..stats import PROFILE as STATS_PROFILE
+from ..stats_meta import PROFILE as STATS_PROFILE
 from ..views import VIEWS
 from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME

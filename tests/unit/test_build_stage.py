@@ -1,5 +1,6 @@
 """The build stage is pure, and that is checked, not claimed: ``document`` (records -> documents)
-imports no function of the stages before it (parsing the query, loading rows, running SQL); of
+and the build stage's parts of statistics and pagination (``stats_meta``, ``page_links``)
+import no function of the stages before it (parsing the query, loading rows, running SQL); of
 them it knows only the values they hand over (``query.QueryPlan``, ``loading.Loaded``).
 Building runs no SQL at run time: tests/functional/test_load_build.py."""
 from __future__ import annotations
@@ -7,10 +8,14 @@ from __future__ import annotations
 import ast
 import pathlib
 
-DOCUMENT = pathlib.Path(__file__).resolve().parents[2] / "jsonapi_pyramid" / "document.py"
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "jsonapi_pyramid"
+#: the modules of the build stage
+BUILDERS = ("document", "stats_meta", "page_links")
 #: the modules of the parse and load stages, and what runs statements
 EARLIER = {"query", "filter_syntax", "filter_terms", "loading", "includes", "filtering", "sorting", "pagination",
-           "idlists", "connection", "db"}
+           "cursors", "keyset", "stats_plan", "stats_sql", "idlists", "connection", "db"}
 #: the values those stages hand to the builder
 VALUES = {"QueryPlan", "Loaded"}
 
@@ -33,8 +38,9 @@ def earlier_stage_imports(source: str) -> list[str]:
     return found
 
 
-def test_the_builder_imports_no_parsing_nor_loading():
-    assert earlier_stage_imports(DOCUMENT.read_text()) == []
+@pytest.mark.parametrize("module", BUILDERS)
+def test_the_builder_imports_no_parsing_nor_loading(module):
+    assert earlier_stage_imports((PACKAGE / f"{module}.py").read_text()) == []
 
 
 def test_the_check_sees_a_loading_function():

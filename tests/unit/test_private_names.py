@@ -53,8 +53,8 @@ ALLOWED = {
     ("jsonapi_pyramid/tag_linkage.py", "_fields"): ("public", 1),  # Row._fields
     ("jsonapi_pyramid/openapi/stats.py", "_param"): ("own", 3),  # openapi.document's builder
     ("jsonapi_pyramid/openapi/stats.py", "_list_param"): ("own", 3),
-    ("jsonapi_pyramid/pagination.py", "_key"): ("own", 1),  # the cursor codec of the same module
-    ("jsonapi_pyramid/pagination.py", "_prefix"): ("own", 1),
+    ("jsonapi_pyramid/cursors.py", "_key"): ("own", 1),  # the cursor codec of the same module
+    ("jsonapi_pyramid/cursors.py", "_prefix"): ("own", 1),
 }
 
 #: Names without an underscore that another package's documentation does not list either (its
@@ -63,7 +63,7 @@ INTERNAL = {
     ("sqlalchemy.engine.result", "result_tuple"): {"jsonapi_pyramid/connection.py", "jsonapi_pyramid/records.py",
                                                    "jsonapi_pyramid/tag_linkage.py"},
     ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/filtering.py", "jsonapi_pyramid/sorting.py",
-                                               "jsonapi_pyramid/stats.py"},
+                                               "jsonapi_pyramid/stats_sql.py"},
     ("webob.request", "PATH_SAFE"): {"jsonapi_pyramid/urls.py"},
 }
 
@@ -221,7 +221,7 @@ def test_sqlalchemy_result_tuple_makes_rows_of_the_keys_given():
 
 
 def test_sqlalchemy_clause_adapter_moves_a_criterion_onto_an_alias():
-    """filtering.py, sorting.py, stats.py: a visibility criterion written on a table, adapted to
+    """filtering.py, sorting.py, stats_sql.py: a visibility criterion written on a table, adapted to
     the alias a join or a subquery reads it through."""
     table = Table("articles", MetaData(), Column("id", Integer), Column("status", Integer))
     alias = table.alias("seen")
