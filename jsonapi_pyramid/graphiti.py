@@ -43,7 +43,7 @@ from .errors import BadRequest, JsonApiError, PayloadTooLarge
 from .local_ids import token
 from .negotiation import SIDEPOST_EXT, content_extensions
 from .sideposting import Sidepost, sidepost, sidepost_view
-from .views.write import SIDEPOST_VIEW
+from .views.write import SIDEPOST_FORMAT, SIDEPOST_VIEW
 
 __all__ = ["graphiti_view", "is_graphiti"]
 
@@ -366,5 +366,6 @@ def includeme(config: Configurator) -> None:
     translated primary resource (``translated_payload``; a subscriber only then: any subscriber
     costs every request the event's notification)."""
     if config.jsonapi_registry().settings["graphiti_sideposting"]:
-        config.action(("jsonapi", "graphiti"), lambda: config.registry.__setitem__(SIDEPOST_VIEW, graphiti_view))
+        config.action(("jsonapi", "graphiti"), lambda: config.registry.update({SIDEPOST_VIEW: graphiti_view,
+                                                                             SIDEPOST_FORMAT: is_graphiti}))
         config.add_subscriber(translated_payload, ContextFound)

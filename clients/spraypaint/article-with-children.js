@@ -6,7 +6,8 @@
 //
 // Four saves, each one request, as spraypaint sends them (method + temp-id, plain media type):
 //   1. new Article with two new tags and two new comments: save({with: ["tags", "comments"]})
-//   2. the saved article gets a third, new comment and a new title: save({with: "comments"})
+//   2. one new comment saved on its own (spraypaint sends the temp-id it keeps: no included);
+//      the saved article gets a third, new comment and a new title: save({with: "comments"})
 //   3. one tag disassociated, one comment destroyed: save({with: ["tags", "comments"]})
 //   4. a new article whose new tag has a name over 64 characters: save() answers false, the
 //      tag's errors hold the server's message
@@ -54,6 +55,11 @@ async function main() {
   report.tags = tags.map(state);
   report.comments = comments.map(state);
   report.tagsAfterCreate = article.tags.map((tag) => tag.id);
+
+  // a child saved on its own keeps the temp-id the answer echoed, and sends it
+  report.childTempId = comments[1].temp_id || null;
+  comments[1].body = 'second, edited';
+  report.childSaved = await comments[1].save();
 
   const third = new Comment({ body: 'third' });
   article.comments.push(third);

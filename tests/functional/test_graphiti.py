@@ -146,6 +146,17 @@ def test_a_compliant_sidepost_is_unchanged_with_the_setting_on(gapi, admin, blog
     assert "data" not in response.json["data"]["relationships"]["tags"]  # no include asked for, none given
 
 
+def test_a_resource_saved_alone_may_send_the_temp_id_spraypaint_keeps(gapi, api, admin, blog):
+    """spraypaint keeps the temp-id an answer echoed and sends it with the model's next save,
+    without included; the setting takes it, and the answer echoes it. Without: today's 422."""
+    comment = blog["comments"][0]
+    document = {"data": {"type": "comments", "id": str(comment.id), "temp-id": "temp-id-1", "attributes": {"body": "edited"}}}
+    body = send(gapi, "patch", f"/api/comments/{comment.id}", document, admin, 200).json
+    assert body["data"]["attributes"]["body"] == "edited" and body["data"]["temp-id"] == "temp-id-1"
+    (error,) = send(api, "patch", f"/api/comments/{comment.id}", document, admin, 422).json["errors"]
+    assert error["source"]["pointer"] == "/data/temp-id"
+
+
 # -- failures ------------------------------------------------------------------------------------
 
 def test_a_bad_child_is_a_422_into_included_with_graphiti_meta_and_nothing_is_written(gapi, admin, blog, engine):

@@ -1,6 +1,6 @@
 """A real client: spraypaint 0.11 (Graphiti's JavaScript client, from npm) saves an article with new
 tags and comments, adds a comment, unlinks a tag and destroys a comment, each save one request in
-Graphiti's format, against the blog served in-process by waitress with
+Graphiti's format, against a real ``pserve`` of the blog (production.ini) with
 ``jsonapi.graphiti_sideposting = true``; its models get the server's ids (bound by ``temp-id``),
 and a refused save fills the child model's errors (Graphiti's error ``meta``).
 
@@ -15,14 +15,9 @@ import os
 import pathlib
 import shutil
 import subprocess
-import threading
 
 import pytest
-from prodtools import call, make_account
-from waitress.server import create_server
-
-from jsonapi_blog import main
-from tests.conftest import APP_SETTINGS
+from prodtools import Server, call, make_account, production_test_ini
 
 SPRAYPAINT = pathlib.Path(__file__).resolve().parents[2] / "clients" / "spraypaint"
 STAMP = SPRAYPAINT / "node_modules" / ".package-lock.json"  # written by npm on every install
@@ -41,15 +36,17 @@ def spraypaint_installed():
 
 
 @pytest.fixture
-def served_graphiti_blog(database_url, db):
-    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.graphiti_sideposting": "true"})
-    server = create_server(app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}"
-    server.close()
-    thread.join(timeout=10)
-    app.registry["db.engine"].dispose()
+def served_graphiti_blog(tmp_path, database_url, db):
+    """A real ``pserve`` of production.ini (as the production proofs serve it) with the setting on."""
+    ini = production_test_ini(tmp_path)
+    text = ini.read_text()
+    ini.write_text(text.replace("[app:main]\n", "[app:main]\njsonapi.graphiti_sideposting = true\n", 1))
+    server = Server(ini, database_url, tmp_path / "server.log")
+    try:
+        server.wait_ready()
+        yield server.base
+    finally:
+        server.stop()
 
 
 def test_spraypaint_saves_an_article_with_new_children_and_binds_their_ids(spraypaint_installed, served_graphiti_blog, db):
@@ -64,7 +61,8 @@ def test_spraypaint_saves_an_article_with_new_children_and_binds_their_ids(spray
     # Each save was one request in Graphiti's own format, under the plain media type.
     requests = report["requests"]
     assert [(r["method"], r["url"], r["status"]) for r in requests] == [
-        ("POST", f"{base}/articles", 201), ("PATCH", f"{base}/articles/{report['article']['id']}", 200),
+        ("POST", f"{base}/articles", 201), ("PATCH", f"{base}/comments/{report['comments'][1]['id']}", 200),
+        ("PATCH", f"{base}/articles/{report['article']['id']}", 200),
         ("PATCH", f"{base}/articles/{report['article']['id']}", 200), ("POST", f"{base}/articles", 422)]
     assert {r["contentType"] for r in requests} == {MEDIA_TYPE}
     first = requests[0]["body"]
@@ -78,7 +76,11 @@ def test_spraypaint_saves_an_article_with_new_children_and_binds_their_ids(spray
     assert sorted(report["tagsAfterCreate"]) == sorted(t["id"] for t in tags)
     assert len({t["id"] for t in tags}) == 2 and len({c["id"] for c in comments}) == 2
 
-    # 2. the PATCH added a comment (the two others kept) and bound its id.
+    # 2. a child saved alone sends the temp-id spraypaint keeps from the first answer: taken.
+    assert report["childTempId"] == requests[1]["body"]["data"]["temp-id"] and report["childSaved"] is True
+    assert "included" not in requests[1]["body"]
+    assert call("GET", f"{base}/comments/{comments[1]['id']}")[2]["data"]["attributes"]["body"] == "second, edited"
+    # the PATCH added a comment (the two others kept) and bound its id.
     assert report["updated"] is True and report["third"]["id"] and report["third"]["persisted"]
     assert report["commentsAfterUpdate"] == sorted([c["id"] for c in comments] + [report["third"]["id"]])
 
