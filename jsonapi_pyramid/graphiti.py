@@ -61,8 +61,7 @@ def is_graphiti(document: Any) -> bool:
     included = document.get("included")
     resources = [document.get("data"), *(included if isinstance(included, list) else ())]
     return any(isinstance(resource, dict) and (TEMP_ID in resource or any(
-        isinstance(item, dict) and "method" in item for _name, _at, _i, item in _identifiers(resource, "")))
-        for resource in resources)
+        isinstance(item, dict) and "method" in item for item in _identifiers(resource))) for resource in resources)
 
 
 def graphiti_view(context: Any, request: Request) -> dict[Any, Any]:
@@ -114,7 +113,7 @@ class Translation:
         owner = self._owner(self.primary, creating)
         primary = self._translate(self.primary, "/data", owner, creating, [], self.include, 0)
         for index, member in enumerate(self.members):
-            if index not in self.out and (member.get("type"), member.get(TEMP_ID)) in self.new:
+            if index not in self.out and self.new.get((member.get("type"), member.get(TEMP_ID))) == index:
                 self._visit(index, None, [], {}, 0)  # a new resource nothing links to is created all the same
             elif "id" in member and (member.get("attributes") or member.get("relationships")) and index not in self.routes:
                 self._visit(index, None, [], {}, 0)
@@ -330,14 +329,14 @@ def _back_link(registry: Any, type_name: Any, name: str) -> str | None:
                  if not candidate.many and candidate.property == key), None)
 
 
-def _identifiers(resource: dict[Any, Any], at: str) -> Any:
+def _identifiers(resource: dict[Any, Any]) -> Any:
+    """The items of the linkage of every relationship of ``resource``."""
     relationships = resource.get("relationships")
     if not isinstance(relationships, dict):
         return
-    for name, member in relationships.items():
+    for member in relationships.values():
         linkage = member.get("data") if isinstance(member, dict) else None
-        for index, item in enumerate(linkage if isinstance(linkage, list) else [linkage]):
-            yield name, at, index, item
+        yield from linkage if isinstance(linkage, list) else [linkage]
 
 
 def translated_payload(event: ContextFound) -> None:

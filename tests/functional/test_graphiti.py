@@ -157,6 +157,22 @@ def test_a_resource_saved_alone_may_send_the_temp_id_spraypaint_keeps(gapi, api,
     assert error["source"]["pointer"] == "/data/temp-id"
 
 
+def test_nested_children_and_their_to_one_links_are_saved_and_shown(gapi, admin, blog):
+    """``save({with: {comments: "author"}})``: a new comment naming an existing user (to-one,
+    ``update``); the answer includes ``comments.author``."""
+    author = blog["alice"]
+    document = {"data": {"type": "articles", "attributes": {"title": "Nested"},
+                         "relationships": {"comments": {"data": [created("comments", "temp-id-7")]}}},
+                "included": [{"type": "comments", "temp-id": "temp-id-7", "attributes": {"body": "by alice"},
+                              "relationships": {"author": {"data": {"type": "users", "id": str(author.id), "method": "update"}}}},
+                             {"type": "users", "id": str(author.id)}]}
+    body = send(gapi, "post", "/api/articles", document, admin, 201).json
+    (comment,) = [item for item in body["included"] if item["type"] == "comments"]
+    assert comment["temp-id"] == "temp-id-7"
+    assert comment["relationships"]["author"]["data"] == {"type": "users", "id": str(author.id)}
+    assert {(item["type"], item["id"]) for item in body["included"]} >= {("users", str(author.id))}
+
+
 # -- failures ------------------------------------------------------------------------------------
 
 def test_a_bad_child_is_a_422_into_included_with_graphiti_meta_and_nothing_is_written(gapi, admin, blog, engine):
@@ -176,6 +192,19 @@ def test_a_bad_primary_attribute_has_graphiti_meta_too(gapi, admin, blog):
     (error,) = send(gapi, "post", "/api/articles", document, admin, 422).json["errors"]
     assert error["source"]["pointer"] == "/data/attributes/title"
     assert error["meta"] == {"attribute": "title", "message": error["detail"]}
+
+
+def test_a_bad_update_of_an_existing_related_resource_points_at_its_member(gapi, admin, blog, engine):
+    hello, tag = blog["hello"], next(iter(blog["tags"].values()))
+    document = {"data": {"type": "articles", "id": str(hello.id), "attributes": {"title": "Not kept"},
+                         "relationships": {"tags": {"data": [{"type": "tags", "id": str(tag.id), "method": "update"}]}}},
+                "included": [{"type": "tags", "id": str(tag.id), "attributes": {"name": "y" * 65}}]}
+    before = snapshot(engine)
+    (error,) = send(gapi, "patch", f"/api/articles/{hello.id}", document, admin, 422).json["errors"]
+    assert error["source"]["pointer"] == "/included/0/attributes/name"
+    assert error["meta"] == {"relationship": {"name": "tags", "type": "tags", "id": str(tag.id),
+                                              "attribute": "name", "message": error["detail"]}}
+    assert snapshot(engine) == before
 
 
 @pytest.mark.parametrize(("change", "pointer"), [
