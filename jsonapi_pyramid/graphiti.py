@@ -104,6 +104,7 @@ class Translation:
     #: pointer of a to-many's data -> the indexes sent of the members of its one operation
     positions: dict[str, list[int] | None] = field(default_factory=dict)
     include: dict[Any, Any] = field(default_factory=dict)
+    copies: set[int] = field(default_factory=set)  # members sent again, the same: left out
 
     def plan(self) -> Sidepost:
         self.primary = request_data(self.request, many=False)
@@ -113,6 +114,8 @@ class Translation:
         owner = self._owner(self.primary, creating)
         primary = self._translate(self.primary, "/data", owner, creating, [], self.include, 0)
         for index, member in enumerate(self.members):
+            if index in self.copies:
+                continue
             if index not in self.out and self.new.get((member.get("type"), member.get(TEMP_ID))) == index:
                 self._visit(index, None, [], {}, 0)  # a new resource nothing links to is created all the same
             elif "id" in member and (member.get("attributes") or member.get("relationships")) and index not in self.routes:
@@ -131,19 +134,23 @@ class Translation:
         if len(members) > limit:
             raise PayloadTooLarge(f"At most {limit} resources (jsonapi.max_sidepost_resources) may be sent in included, "
                                   f"not {len(members)}.", pointer="/included")
+        seen: dict[tuple[Any, Any], int] = {}
         for index, member in enumerate(members):
             at = f"/included/{index}"
             if not isinstance(member, dict) or not isinstance(member.get("type"), str):
                 raise BadRequest("A resource of included is an object with a type.", pointer=at)
             check_data(member, at)
-            if "id" not in member:
-                temp_id = member.get(TEMP_ID)
-                if not isinstance(temp_id, str) or not temp_id:
-                    raise BadRequest("A resource of included has an id, or a temp-id when it is new.", pointer=at)
-                if (member["type"], temp_id) in self.new:
-                    raise BadRequest(f"The temp-id {temp_id!r} names another resource of this request already.",
-                                     pointer=f"{at}/{TEMP_ID}")
-                self.new[(member["type"], temp_id)] = index
+            if "id" not in member and not (isinstance(member.get(TEMP_ID), str) and member[TEMP_ID]):
+                raise BadRequest("A resource of included has an id, or a temp-id when it is new.", pointer=at)
+            key = (member["type"], member["id"]) if "id" in member else (member["type"], member[TEMP_ID])
+            first = seen.setdefault(key, index)
+            if first != index:  # spraypaint sends a model it reaches twice twice: the same, once
+                if members[first] != member:
+                    raise BadRequest(f"The resource {key[1]!r} of type {key[0]!r} is sent twice, differently "
+                                     f"(first at /included/{first}).", pointer=at)
+                self.copies.add(index)
+            elif "id" not in member:
+                self.new[key] = index
         self.members = members
 
     def _owner(self, data: dict[Any, Any], new: bool) -> dict[Any, Any]:

@@ -157,6 +157,14 @@ def test_a_resource_saved_alone_may_send_the_temp_id_spraypaint_keeps(gapi, api,
     assert error["source"]["pointer"] == "/data/temp-id"
 
 
+def test_a_resource_sent_twice_the_same_is_one(gapi, admin, blog):
+    """spraypaint's included never finds a model it pushed already: one reached twice comes twice."""
+    document = article_with_children()
+    document["included"].append(dict(document["included"][0]))
+    body = send(gapi, "post", "/api/articles", document, admin, 201).json
+    assert sorted(item["temp-id"] for item in body["included"]) == ["temp-id-1", "temp-id-2", "temp-id-3", "temp-id-4"]
+
+
 def test_nested_children_and_their_to_one_links_are_saved_and_shown(gapi, admin, blog):
     """``save({with: {comments: "author"}})``: a new comment naming an existing user (to-one,
     ``update``); the answer includes ``comments.author``."""
@@ -212,7 +220,7 @@ def test_a_bad_update_of_an_existing_related_resource_points_at_its_member(gapi,
     (lambda d: d["data"]["relationships"]["tags"]["data"][0].update({"temp-id": "temp-id-404"}), "/data/relationships/tags/data/0"),
     (lambda d: d["data"]["relationships"]["tags"]["data"][0].update(method="update"), "/data/relationships/tags/data/0"),
     (lambda d: d["included"][2].pop("temp-id"), "/included/2"),
-    (lambda d: d["included"][3].update({"temp-id": "temp-id-3"}), "/included/3/temp-id"),
+    (lambda d: d["included"][3].update({"temp-id": "temp-id-3"}), "/included/3"),
 ])
 def test_a_malformed_graphiti_request_is_a_400_at_the_member(gapi, admin, blog, engine, change, pointer):
     document = article_with_children()
