@@ -166,10 +166,8 @@ class Translation:
         """``data`` without Graphiti's members: ``lid`` for ``temp-id`` (a new resource), linkage
         of ``{type, id|lid}``, a to-many of an existing owner moved into operations."""
         out = {name: value for name, value in data.items() if name not in (TEMP_ID, "relationships")}
-        if new and at == "/data" and owner.get("lid") is not None:
+        if new:
             out["lid"] = owner["lid"]
-        elif new:
-            out["lid"] = data[TEMP_ID]
         relationships = data.get("relationships")
         if not isinstance(relationships, dict):
             if relationships is not None:
@@ -227,10 +225,8 @@ class Translation:
             else:
                 self._follow(identifier, name, route, include, depth)
                 linked.append((index, identifier))
-        if new:
-            if not linked and len(unlinked) < len(linkage):  # every member links itself: nothing to send
-                return None
-            return [identifier for _index, identifier in linked]
+        if new:  # its set is the members linked; none (each links itself, or is left out): not sent
+            return [identifier for _index, identifier in linked] or None
         ref = {**owner, "relationship": name}
         meta = {"ifMatch": "*"} if at.startswith("/data/") and self.context.definition.require_if_match else None
         for op, members in (("add", linked), ("remove", unlinked)):
