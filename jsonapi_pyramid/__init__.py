@@ -92,6 +92,8 @@ DEFAULTS = {
     "max_linkage_items": 1000,
     "max_atomic_operations": 100,  # operations in one POST /api/operations; more: 413
     "max_sidepost_resources": 100,  # new resources in the included of one sideposting POST/PATCH; more: 413
+    # spraypaint's nested saves (Graphiti's format: method, temp-id) translated into a sidepost (graphiti.py)
+    "graphiti_sideposting": False,
     "max_groups": 1000,  # groups of one stats request with group=; more: 400 (stats.py)
     # meta[<type>]=estimatedCount: exact up to this many resources, the planner's estimate past it
     # (PostgreSQL; counts.py); never more than this + 1 rows read for it
@@ -336,6 +338,7 @@ def includeme(config: Configurator) -> None:
     config.include(".operations")  # add_jsonapi_operation and its view predicate
     config.include(".atomic")  # POST /api/operations: the atomic operations extension
     config.include(".sideposting")  # new resources in the included of a POST/PATCH (the sideposting extension)
+    config.include(".graphiti")  # after it: spraypaint's format, when jsonapi.graphiti_sideposting is on
     config.include(".openapi")  # GET /api/openapi.json and the /api/docs page, built from the registry
     config.include(".logging")  # access log line per request, X-Request-Id
     config.include(".observability")  # /metrics and traces, when jsonapi.metrics or OTEL_* ask for them

@@ -7,7 +7,7 @@ runs. The plan is plain data; ``loading`` compiles it to SQL and ``document`` sh
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
@@ -22,7 +22,7 @@ from .filter_terms import parse_term
 from .include_pages import include_pages
 from .stats_plan import StatsPlan, parse_stats
 
-__all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters"]
+__all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters", "with_include"]
 
 _NUMBER_PAGE = frozenset({"page[number]"})
 _CURSOR_PAGE = frozenset({"page[number]", "page[after]", "page[before]"})
@@ -190,6 +190,15 @@ def parse_query(request: Request, definition: ResourceDefinition, *, collection:
     plans.put(key, (plan, tuple(checks)))
     return plan
 
+
+
+def with_include(request: Request, definition: ResourceDefinition, plan: QueryPlan, tree: dict[Any, Any]) -> QueryPlan:
+    """A copy of ``plan`` (shared: never changed) showing the include ``tree`` (name -> subtree, of
+    declared relationships, within ``jsonapi.max_include_depth``), each to-many path paged by
+    ``jsonapi.default_include_size``: a write answer that shows what the request linked."""
+    settings = get_registry(request).settings
+    pages = include_pages(definition, tree, {}, settings, profile_requested(request))
+    return replace(plan, include=tree, include_given=True, include_pages=pages)
 
 def _parse_query(request: Request, definition: ResourceDefinition, collection: bool, check: Any) -> QueryPlan:
     """``parse_query`` without the cache; ``check(target, path, parameter)``: the restricted-path rule."""

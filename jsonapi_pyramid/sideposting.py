@@ -25,6 +25,7 @@ stands for and run by the atomic machinery (``atomic.perform_operation``: the ta
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +43,13 @@ from .includes import load_document
 from .loading import Loaded
 from .local_ids import LocalIds, token
 from .negotiation import SIDEPOST_EXT, SIDEPOST_MEDIA_TYPE, content_extensions
-from .query import parse_query
+from .query import parse_query, with_include
 from .renderer import MEDIA_TYPE
 from .stored import load_stored_many, load_stored_tagged
 from .validation import required_on_create
 from .views.write import SIDEPOST_VIEW
 
-__all__ = ["SIDEPOST_EXT", "sidepost_view"]
+__all__ = ["SIDEPOST_EXT", "Sidepost", "sidepost", "sidepost_view"]
 
 PRIMARY = -1  # the primary resource's place among the nodes
 
@@ -71,10 +72,33 @@ def sidepost_view(context: Any, request: Request) -> dict[Any, Any]:
     if SIDEPOST_EXT in content_extensions(request):  # every answer to it, errors included, names the ext
         request.add_response_callback(_name_the_extension)
     primary, included = read_document(request)
+    return sidepost(context, request, Sidepost(primary, included))
+
+
+@dataclass
+class Sidepost:
+    """What a sideposting request stands for: the primary resource, the new resources (``places``:
+    the pointer of each in the request, ``/included/<n>`` unless given), and for an adapter of
+    another format (``graphiti``) the operations run after the creates and the primary's write
+    (``after``: ``(pointer, atomic operation)``, local ids resolved) and the include tree the answer
+    shows when the request names no ``include`` (``include``)."""
+
+    primary: dict[Any, Any]
+    included: list[Any]
+    places: list[str] | None = None
+    after: list[tuple[str, dict[Any, Any]]] = field(default_factory=list)
+    include: dict[Any, Any] = field(default_factory=dict)
+
+
+def sidepost(context: Any, request: Request, request_plan: Sidepost) -> dict[Any, Any]:
+    """Run ``request_plan`` on the request's ``context`` and answer it (``sidepost_view``)."""
+    primary = request_plan.primary
     definition = context.definition
     plan = parse_query(request, definition, collection=False)
-    nodes = plan_nodes(request, primary, included, creating=context.entity is None)
-    entities = run(request, context, nodes)
+    if request_plan.include and not plan.include_given:
+        plan = with_include(request, definition, plan, request_plan.include)
+    nodes = plan_nodes(request, primary, request_plan.included, creating=context.entity is None, places=request_plan.places)
+    entities = run(request, context, nodes, request_plan.after)
     entity = entities[PRIMARY][1]
     stored, linkage = load_stored_tagged(request, definition, entity)
     document = resource_document(request, plan, load_document(request, plan, Loaded.one(definition, stored)))
@@ -135,10 +159,12 @@ def _check_new_resource(resource: Any, at: str) -> None:
 
 # -- the order -----------------------------------------------------------------------------------
 
-def plan_nodes(request: Request, primary: dict[Any, Any], included: list[Any], *, creating: bool) -> dict[int, Node]:
+def plan_nodes(request: Request, primary: dict[Any, Any], included: list[Any], *, creating: bool,
+               places: list[str] | None = None) -> dict[int, Node]:
     """The request's resources (``PRIMARY`` and the index of each included one), in the order
     they are created, each with the links it needs and those deferred to an update."""
-    nodes = {index: Node(resource, f"/included/{index}", True) for index, resource in enumerate(included)}
+    places = places if places is not None else [f"/included/{index}" for index in range(len(included))]
+    nodes = {index: Node(resource, places[index], True) for index, resource in enumerate(included)}
     nodes[PRIMARY] = Node(primary, "/data", creating)
     lids = _lids(nodes)
     registry = get_registry(request)
@@ -214,8 +240,9 @@ def _cycle(node: Node, made: set[int]) -> BadRequest:
 
 # -- the run -------------------------------------------------------------------------------------
 
-def run(request: Request, context: Any, nodes: dict[int, Node]) -> dict[int, tuple[Any, Any]]:
-    """Run the operations the request stands for; ``{node: (definition, entity)}``."""
+def run(request: Request, context: Any, nodes: dict[int, Node],
+        after: Sequence[tuple[str, dict[Any, Any]]] = ()) -> dict[int, tuple[Any, Any]]:
+    """Run the operations the request stands for (then ``after``); ``{node: (definition, entity)}``."""
     local_ids = LocalIds()
     done: dict[int, tuple[Any, Any]] = {}
     for index, node in nodes.items():
@@ -226,10 +253,12 @@ def run(request: Request, context: Any, nodes: dict[int, Node]) -> dict[int, tup
         elif relationships is not None:
             data["relationships"] = relationships  # the validation's 400/422
         operation = {"op": "add" if node.new else "update", "data": data}
-        done[index] = _perform(request, node, operation, local_ids, context if index == PRIMARY else None)
+        done[index] = _perform(request, node.at, operation, local_ids, context if index == PRIMARY else None)
     for index, node in nodes.items():
         if node.deferred:
             done[index] = _link_later(request, node, done[index], local_ids)
+    for at, operation in after:
+        _perform(request, at, operation, local_ids, None)
     return done
 
 
@@ -242,14 +271,14 @@ def _link_later(request: Request, node: Node, made: tuple[Any, Any], local_ids: 
         "data": {"type": definition.type, "id": resource_id, "relationships": {name: relationships[name] for name in node.deferred}}}
     if definition.require_if_match:  # made by this request: nothing of another writer's to lose
         operation["meta"] = {"ifMatch": "*"}
-    return _perform(request, node, operation, local_ids, None)
+    return _perform(request, node.at, operation, local_ids, None)
 
 
-def _perform(request: Request, node: Node, operation: dict[Any, Any], local_ids: LocalIds, context: Any) -> tuple[Any, Any]:
+def _perform(request: Request, at: str, operation: dict[Any, Any], local_ids: LocalIds, context: Any) -> tuple[Any, Any]:
     try:
         target, entity = perform_operation(request, operation, local_ids, context)
     except JsonApiError as error:
-        raise _moved(error, node.at) from None
+        raise _moved(error, at) from None
     return target.definition, entity
 
 

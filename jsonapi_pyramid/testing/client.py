@@ -44,19 +44,23 @@ def check_document(response: Any) -> None:
         assert str(response.status_int) in {e["status"] for e in document["errors"]}
 
 
+_LOCAL_IDS = frozenset({"lid", "temp-id"})
+
+
 def without_local_ids(document: Any) -> Any:
     """A sideposting answer (``jsonapi.ext`` names ``SIDEPOST_EXT``) without the ``lid`` members
     of its resources, which the JSON:API schema does not allow beside an ``id`` (the extension
-    adds them: docs/sideposting.rst); any other document as it is."""
+    adds them: docs/sideposting.rst), nor the ``temp-id`` members the Graphiti adapter adds
+    (``jsonapi.graphiti_sideposting``); any other document as it is."""
     if not isinstance(document, dict) or SIDEPOST_EXT not in document.get("jsonapi", {}).get("ext", ()):
         return document
     document = dict(document)
     for member in ("data", "included"):
         value = document.get(member)
         if isinstance(value, dict):
-            document[member] = {name: item for name, item in value.items() if name != "lid"}
+            document[member] = {name: item for name, item in value.items() if name not in _LOCAL_IDS}
         elif isinstance(value, list):
-            document[member] = [{name: item for name, item in resource.items() if name != "lid"} for resource in value]
+            document[member] = [{name: item for name, item in resource.items() if name not in _LOCAL_IDS} for resource in value]
     return document
 
 

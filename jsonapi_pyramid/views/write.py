@@ -31,6 +31,9 @@ from ..writes import Write
 
 #: The Pyramid registry's key of the sideposting view (``sideposting``: new resources in ``included``).
 SIDEPOST_VIEW = "jsonapi.sidepost_view"
+#: The registry's key of a ``document -> bool`` that hands a body of another format to the
+#: sideposting view too (``graphiti``: spraypaint's ``temp-id``, also without ``included``).
+SIDEPOST_FORMAT = "jsonapi.sidepost_format"
 
 
 def create(context: Any, request: Request) -> Any:
@@ -125,6 +128,9 @@ def _sideposted(request: Request) -> bool:
         return False
     document = request.jsonapi_body.document
     if isinstance(document, dict) and "included" in document:
+        return True
+    other_format = request.registry.get(SIDEPOST_FORMAT)
+    if other_format is not None and other_format(document):
         return True
     # the media type parsed only when it may name the extension (an ordinary write's is not)
     return SIDEPOST_EXT in request.headers.get("Content-Type", "") and SIDEPOST_EXT in content_extensions(request)
