@@ -29,7 +29,7 @@ from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()
 
-__all__ = ["ApiRoot", "Collection", "Item", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
+__all__ = ["ApiRoot", "Collection", "Item", "OperatedCollection", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
 
 
 class Root:
@@ -67,7 +67,7 @@ class ApiRoot:
         definition = registry.get(name)
         if definition is None:
             raise KeyError(name)
-        return registry.collection_nodes.get(definition.model, Collection)(self, definition)
+        return (definition.collection_node or Collection)(self, definition)
 
 
 class _Node:
@@ -98,9 +98,8 @@ class _Node:
 
 
 class Collection(_Node):
-    """``/api/<type>``. A type with a nameless collection operation gets a subclass of its own
-    (``Registry.collection_nodes``): that operation's view is registered on it, so Pyramid never
-    tries it (and raises no ``PredicateMismatch``) on the other types' collections."""
+    """``/api/<type>``. The collection of a type with a nameless collection operation is an
+    ``OperatedCollection`` (``ResourceDefinition.collection_node``)."""
 
     def __init__(self, parent: Any, definition: Any) -> None:
         self.__parent__ = parent
@@ -124,6 +123,12 @@ class Collection(_Node):
         item = Item(self, value)
         item.linkage = linkage
         return item
+
+
+class OperatedCollection(Collection):
+    """The collection of a type with a nameless collection operation (``operations``): that
+    operation's view is registered on this class, with a predicate on the type, so Pyramid never
+    tries it (and raises no ``PredicateMismatch``) on the other types' collections."""
 
 
 def _plain_read(request: Request, key: str) -> bool:
