@@ -4,15 +4,17 @@ A model class is a resource when it declares (seed section 2.1, in Python idiom)
 
 * ``__jsonapi_type__``: the JSON:API ``type`` (``getResourceType()``);
 * its id: the single-column primary key of its mapper (``getId()``), shown as a string;
-* ``transformer()``: a class method returning a new ``Transformer``;
+* ``transformer()``: a class method returning a new ``Transformer`` (called at start-up for its
+  class; each request's is ``TransformerClass(request, definition)``, ``startup``);
 * ``relationships()``: a class method returning a ``RelationshipsCollection``. It is called once,
   when the configuration commits, and the result is kept (the seed's memoizing, by default).
 
 ``config.add_jsonapi_resource(Model, ...)`` registers it with what the seed keeps in per-operation
 request classes: authorization (``acl``), row visibility (``visible``), validation schemas, and
-which fields may be filtered and sorted on. Every declaration is checked against the SQLAlchemy
-mapper when the configuration commits; a mistake is a ``ConfigurationError`` naming the model and
-the field, so it can never reach a client.
+which fields may be filtered and sorted on: an immutable ``declaration.ResourceDeclaration``. Every
+declaration is checked against the SQLAlchemy mapper when the configuration commits, into a
+``ResourceDefinition`` frozen once every type is resolved; a mistake is a ``ConfigurationError``
+naming the model and the field, so it can never reach a client.
 """
 from __future__ import annotations
 

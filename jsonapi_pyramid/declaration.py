@@ -62,6 +62,11 @@ class Frozen:
             raise FrozenInstanceError(f"cannot delete field {name!r}: {self!r} is frozen once the configuration is committed")
         object.__delattr__(self, name)
 
+    @property
+    def frozen(self) -> bool:
+        """Whether ``freeze`` has run."""
+        return self._frozen
+
     def freeze(self) -> None:
         """No assignment from now on; the attributes named in ``read_only_containers`` become
         read-only containers (``read_only``) first. Freezing twice is freezing once."""

@@ -58,6 +58,9 @@ def resolve_own(definition: Any) -> None:
     collection = declared() if declared is not None else RelationshipsCollection()
     if not isinstance(collection, RelationshipsCollection):
         raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+    if collection.frozen or any(relationship.frozen for relationship in collection):
+        raise ConfigurationError(f"{model.__name__}.relationships() returned relationships another application has "
+                                 "resolved and frozen; return new ones at each call")
     definition.relationships = collection
 
 

@@ -217,3 +217,31 @@ def test_the_sideposting_view_is_reached_through_the_registry_s_extension_views(
     config = _app()
     assert dict(config.registry.jsonapi.extension_views) == {SIDEPOST_EXT: sidepost_view}
     assert "jsonapi.sidepost_view" not in config.registry
+
+
+def test_relationships_kept_by_a_model_for_two_applications_are_refused_in_the_second():
+    kept = RelationshipsCollection(ToOneRelationship.create("shelf", Shelf))
+
+    class Kept(Base):
+        __tablename__ = "kept"
+        __jsonapi_type__ = "kept"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        title: Mapped[str] = mapped_column(String(100))
+        shelf_id: Mapped[int] = mapped_column(ForeignKey("shelves.id"))
+        shelf: Mapped[Shelf] = relationship()
+        transformer = classmethod(lambda cls: VolumeTransformer())
+        relationships = classmethod(lambda cls: kept)
+
+    def app() -> Configurator:
+        config = Configurator(settings={"sqlalchemy.url": "sqlite://"})
+        config.include("jsonapi_pyramid.db")
+        config.include("jsonapi_pyramid")
+        config.add_jsonapi_resource(Shelf)
+        config.add_jsonapi_resource(Volume)
+        config.add_jsonapi_resource(Kept)
+        return config
+
+    app().commit()
+    assert kept["shelf"].frozen
+    with pytest.raises(ConfigurationError, match="another application has resolved"):
+        app().commit()
