@@ -80,6 +80,8 @@ def _resolve_transformer(definition: Any) -> Transformer:
             f"{transformer_class.__name__}: the library makes it per request as {transformer_class.__name__}(request, "
             f"definition); let its __init__ take the two and pass them to Transformer.__init__, or give "
             f"{model.__name__}.transformer(cls, request, definition) that makes it")
+    if not per_request:
+        _check_made_alike(definition, sample, transformer_class)
     definition.transformer_factory = factory if per_request else transformer_class
     definition.attributes = tuple(transformer_class.attributes)
     definition.available_metas = tuple(transformer_class.available_metas)
@@ -105,6 +107,18 @@ def _resolve_transformer(definition: Any) -> Transformer:
                 f"available_metas but the method {method}() is missing"
             )
     return sample
+
+
+def _check_made_alike(definition: Any, sample: Transformer, transformer_class: Any) -> None:
+    """The transformer ``transformer()`` returned has no attribute of its own that the one made per
+    request (``transformer_class(request, definition)``) would lack."""
+    extra = sorted(set(vars(sample)) - set(vars(transformer_class(None, definition))))
+    if extra:
+        name, model = transformer_class.__name__, definition.model.__name__
+        raise ConfigurationError(
+            f"{model}.transformer() sets {', '.join(extra)} on the {name} it returns, which the one the library "
+            f"makes per request, {name}(request, definition), would not have: set them in {name}.__init__ or on the "
+            f"class, or give {model}.transformer(cls, request, definition) that makes each one")
 
 
 def _takes_request(factory: Any) -> bool:

@@ -245,3 +245,24 @@ def test_relationships_kept_by_a_model_for_two_applications_are_refused_in_the_s
     assert kept["shelf"].frozen
     with pytest.raises(ConfigurationError, match="another application has resolved"):
         app().commit()
+
+
+def test_a_transformer_configured_by_its_class_method_is_refused_rather_than_lost():
+    def configured():
+        transformer = ShelfTransformer()
+        transformer.compact = True  # the one made per request would not have it
+        return transformer
+
+    class Tuned(Base):
+        __tablename__ = "tuned"
+        __jsonapi_type__ = "tuned"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(String(100))
+        transformer = classmethod(lambda cls: configured())
+
+    config = Configurator(settings={"sqlalchemy.url": "sqlite://"})
+    config.include("jsonapi_pyramid.db")
+    config.include("jsonapi_pyramid")
+    config.add_jsonapi_resource(Tuned)
+    with pytest.raises(ConfigurationError, match=r"Tuned.transformer\(\) sets compact on the ShelfTransformer"):
+        config.commit()
