@@ -120,9 +120,7 @@ class Collection(_Node):
             value, linkage = load_item(request, definition, resource_id, record=request.method in READS), None
         if value is None:
             raise KeyError(key)
-        item = Item(self, value)
-        item.linkage = linkage
-        return item
+        return Item(self, value, linkage)
 
 
 class OperatedCollection(Collection):
@@ -149,12 +147,11 @@ class Item(_Node):
     statement, through ``request.dbsession``); the one traversal loaded otherwise. ``linkage``:
     the linkage part of its tag when traversal read it with the row (``_plain_read``), else None."""
 
-    linkage: bytes | None = None
-
-    def __init__(self, parent: Collection, value: Any) -> None:
+    def __init__(self, parent: Collection, value: Any, linkage: bytes | None = None) -> None:
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
+        self.linkage = linkage
         self.record = value
         self._entity = None if isinstance(value, Row) else value
         self.__name__ = self.definition.identity(value)
