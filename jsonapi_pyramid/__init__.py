@@ -26,6 +26,7 @@ from .body import request_body
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
 from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
+from .declaration import ResourceDeclaration
 from .errors import (
     BadRequest,
     Conflict,
@@ -59,6 +60,7 @@ __all__ = [
     "NotFound",
     "Permission",
     "RelationshipsCollection",
+    "ResourceDeclaration",
     "ResourceDefinition",
     "ResourceOptions",
     "ToManyRelationship",
@@ -226,7 +228,7 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[Res
             f"add_jsonapi_resource({getattr(model, '__name__', model)}, ...) at {_call_site(config)}: unknown option "
             f"{name!r}" + (f" (did you mean {meant[0]!r}?)" if meant else "")
             + f"; the options are {', '.join(sorted(ResourceOptions.__annotations__))}")
-    definition = ResourceDefinition(model, **options)
+    definition = ResourceDefinition(ResourceDeclaration.of(model, **options))
     registry = config.jsonapi_registry()
     intr = introspection.resource_type(config, definition, options, ResourceOptions.__annotations__)
 
@@ -236,7 +238,7 @@ def add_jsonapi_resource(config: Configurator, model: Any, **options: Unpack[Res
 
     # Every action registered here carries this call's file and line (Pyramid's ActionInfo), which
     # a ConfigurationExecutionError names: the resolving passes of this type are actions of its own.
-    config.action(("jsonapi-resource", definition.type), register, introspectables=(intr,))
+    config.action(("jsonapi-resource", definition.type), register, order=ActionOrder.REGISTER, introspectables=(intr,))
     for index, step in enumerate(registry.resolve_passes(definition)):
         config.action(None, step, order=ActionOrder.RESOLVE + index)
     config.action(None, lambda: _check_enforced(config.registry, definition), order=ActionOrder.RESOLVE + index + 1)
@@ -275,8 +277,9 @@ def _check_enforced(pyramid_registry: Any, definition: ResourceDefinition) -> No
 
 
 def resolved(pyramid_registry: Any) -> None:
-    """When every type is resolved (each by the actions of its ``add_jsonapi_resource``)."""
-    get_registry(pyramid_registry).resolved = True
+    """When every type is resolved (each by the actions of its ``add_jsonapi_resource``): the
+    registry and every type frozen (``Registry.freeze``)."""
+    get_registry(pyramid_registry).freeze()
 
 
 def _request_id(request: Request) -> str:

@@ -4,21 +4,23 @@ A model class is a resource when it declares (seed section 2.1, in Python idiom)
 
 * ``__jsonapi_type__``: the JSON:API ``type`` (``getResourceType()``);
 * its id: the single-column primary key of its mapper (``getId()``), shown as a string;
-* ``transformer()``: a class method returning a new ``Transformer``;
+* ``transformer()``: a class method returning a new ``Transformer`` (called at start-up for its
+  class; each request's is ``TransformerClass(request, definition)``, ``startup``);
 * ``relationships()``: a class method returning a ``RelationshipsCollection``. It is called once,
   when the configuration commits, and the result is kept (the seed's memoizing, by default).
 
 ``config.add_jsonapi_resource(Model, ...)`` registers it with what the seed keeps in per-operation
 request classes: authorization (``acl``), row visibility (``visible``), validation schemas, and
-which fields may be filtered and sorted on. Every declaration is checked against the SQLAlchemy
-mapper when the configuration commits; a mistake is a ``ConfigurationError`` naming the model and
-the field, so it can never reach a client.
+which fields may be filtered and sorted on: an immutable ``declaration.ResourceDeclaration``. Every
+declaration is checked against the SQLAlchemy mapper when the configuration commits, into a
+``ResourceDefinition`` frozen once every type is resolved; a mistake is a ``ConfigurationError``
+naming the model and the field, so it can never reach a client.
 """
 from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
 from typing import Any, TypedDict, cast
 
@@ -26,6 +28,7 @@ from pyramid.exceptions import ConfigurationError
 from pyramid.request import Request
 from sqlalchemy.engine import Row
 
+from .declaration import Frozen, ResourceDeclaration, read_only
 from .identifiers import IdKey, parse_int
 from .plain_writes import PlainWrites, resolve_plain_writes
 from .records import Readers
@@ -40,20 +43,24 @@ __all__ = ["ActionOrder", "BoundedCache", "Registry", "ResourceDefinition", "att
 class ActionOrder(enum.IntEnum):
     """The order of the library's configuration actions (Pyramid runs actions by ascending
     order when the configuration commits; 0 is the default): the application's ``Registry``
-    becomes ``registry.jsonapi`` before anything else; every ``add_jsonapi_resource`` (and
-    ``add_jsonapi_write_check``) registers its type (its check), then custom operations are
-    recorded on their types, then every
-    declaration is resolved against the mapper (``Registry.resolve``), then the OpenAPI document
-    is built from the result; last of all, ``jsonapi.gc_freeze`` freezes the heap."""
+    becomes ``registry.jsonapi`` before anything else; every ``add_jsonapi_resource`` registers
+    its type, then custom operations are recorded on their types and the 405 views of their names
+    added; write checks register at 0; then every declaration is resolved against the mapper
+    (``Registry.resolve_passes``), then the registry and its types are frozen (``Registry.freeze``)
+    and the OpenAPI document is built from the result; last of all, ``jsonapi.gc_freeze`` freezes
+    the heap."""
 
     #: ``registry.jsonapi`` (before Pyramid's own phases: any later action may read it)
     REGISTRY = -40
-    REGISTER = 0
-    OPERATIONS = 5
+    REGISTER = -30
+    OPERATIONS = -20
+    #: the 405 views of the operations' names: before Pyramid's default order 0 (the ``add_view``
+    #: actions they add run at 0)
+    OPERATION_FALLBACKS = -10
     #: the first of the resolving passes: pass ``i`` of every type runs at ``RESOLVE + i``
     #: (``Registry.resolve_passes``), in the action of that type's ``add_jsonapi_resource``
     RESOLVE = 10
-    #: every type resolved: the application-wide checks
+    #: every type resolved: the registry and its types frozen (``Registry.freeze``)
     RESOLVED = 17
     OPENAPI = 20
     GC_FREEZE = 1000
@@ -87,60 +94,46 @@ class ResourceOptions(TypedDict, total=False):
     stats: dict[str, Iterable[str]] | None
 
 
-class ResourceDefinition:
-    """Everything the library knows about one resource type. Built by ``add_jsonapi_resource``."""
+class ResourceDefinition(Frozen):
+    """Everything the library knows about one resource type: its declaration (``declaration``,
+    what ``add_jsonapi_resource`` received), its options under the names below, and what start-up
+    works out from the mapper (``startup``'s passes, each an action of the configuration). Frozen
+    when the configuration commits (``Registry.freeze``): requests read it, nothing changes it."""
 
-    #: the model's ``transformer`` class method (set when the configuration commits)
-    transformer_factory: Callable[[], Transformer]
+    read_only_containers = ("operations", "fields", "stats", "by_class")
+    #: ``(request, definition) -> Transformer`` (``startup``: the transformer class, or the model's
+    #: ``transformer`` class method when it takes the two)
+    transformer_factory: Callable[[Request, ResourceDefinition], Transformer]
 
-    def __init__(
-        self,
-        model: type[Any],
-        *,
-        type: str | None = None,
-        acl: Callable[..., Any] | Iterable[Any] | None = None,
-        visible: Callable[..., Any] | None = None,
-        filterable: Iterable[str] | None = None,
-        sortable: Iterable[str] | None = None,
-        create: Any = None,
-        update: Any = None,
-        client_ids: bool = False,
-        id_format: str | None = None,
-        description: str | None = None,
-        writable: Iterable[str] | None = None,
-        restricted: dict[str, Callable[..., Any]] | None = None,
-        apply: Callable[..., Any] | None = None,
-        relationship_defaults: dict[str, Callable[..., Any]] | None = None,
-        require_if_match: bool = False,
-        stats: dict[str, Iterable[str]] | None = None,
-    ) -> None:
-        self.model = model
-        resource_type = type or getattr(model, "__jsonapi_type__", None)
-        if not resource_type:
-            raise ConfigurationError(f"{model.__name__}: set __jsonapi_type__ or pass type=")
-        self.type: str = resource_type
-        self.acl = acl
-        self.visible = visible
+    def __init__(self, declaration: ResourceDeclaration) -> None:
+        self.declaration = declaration
+        self.model = declaration.model
+        self.type: str = declaration.type
+        self.acl = declaration.acl
+        self.visible = declaration.visible
         #: as declared (None: the defaults ``startup.resolve_paths`` computes into ``filterable``, ``sortable``)
-        self.declared_filterable = None if filterable is None else tuple(filterable)
-        self.declared_sortable = None if sortable is None else tuple(sortable)
-        self.create_schema = create
-        self.update_schema = update
-        self.client_ids = client_ids
-        self.id_format = id_format
-        self.description = description or (model.__doc__ or "").strip() or None
-        self.writable = None if writable is None else tuple(writable)
+        self.declared_filterable = declaration.filterable
+        self.declared_sortable = declaration.sortable
+        self.create_schema = declaration.create
+        self.update_schema = declaration.update
+        self.client_ids = declaration.client_ids
+        self.id_format = declaration.id_format
+        self.description = declaration.description
+        self.writable = declaration.writable
         #: attribute -> ``request -> bool``: who may filter or sort by it (also through dotted paths)
-        self.restricted = dict(restricted or {})
+        self.restricted = declaration.restricted
         #: ``(entity, attributes, request)``: writes validated attributes (validation.assign_attributes)
-        self.apply = apply
+        self.apply = declaration.apply
         #: relationship -> ``request -> id or None``: the target when a create payload omits it
-        self.relationship_defaults = dict(relationship_defaults or {})
+        self.relationship_defaults = declaration.relationship_defaults
         #: writes to an existing resource need ``If-Match`` (428 without it; preconditions.py)
-        self.require_if_match = bool(require_if_match)
+        self.require_if_match = declaration.require_if_match
         #: attribute -> the statistics functions it offers, as declared (None: defaults; ``stats_rules``)
-        self.declared_stats = None if stats is None else dict(stats)
-        self.operations: dict[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
+        self.declared_stats = declaration.stats
+        self.operations: Mapping[tuple[str, str, str], Any] = {}  # (on, name, method) -> Operation
+        #: the node class of its collection (``traversal``), when not ``traversal.Collection``: set
+        #: by a nameless collection operation (``operations.add_jsonapi_operation``)
+        self.collection_node: Any = None
         self._unresolved()
 
     def _unresolved(self) -> None:
@@ -165,7 +158,7 @@ class ResourceDefinition:
         #: its attribute key (ACLs read ``context.record.user_id``); None when read as instances
         self.item_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
-        self.fields: dict[str, Field] = {}
+        self.fields: Mapping[str, Field] = {}
         #: how the type is written without the unit of work, or None (``plain_writes``; why not:
         #: ``plain_writes_refused``)
         self.plain_writes: PlainWrites | None = None
@@ -183,21 +176,24 @@ class ResourceDefinition:
         self.filterable: tuple[str, ...] = ()
         self.sortable: tuple[str, ...] = ()
         #: attribute -> the statistics functions it offers (``stats_rules.resolve_stats``)
-        self.stats: dict[str, tuple[str, ...]] = {}
+        self.stats: Mapping[str, tuple[str, ...]] = {}
         #: registered definitions of subclasses of this model (a polymorphic base), most derived first
         self.subtypes: tuple[ResourceDefinition, ...] = ()
         #: model class -> definition, of this type and its subtypes (``definition_of``)
-        self.by_class: dict[builtins.type[Any], ResourceDefinition] = {}
+        self.by_class: Mapping[builtins.type[Any], ResourceDefinition] = {}
 
     def __repr__(self) -> str:
         return f"<ResourceDefinition {self.type!r} {self.model.__name__}>"
 
+    def freeze(self) -> None:
+        """Read-only from now on, with its relationships (the configuration's last resolving action)."""
+        self.relationships.freeze()
+        super().freeze()
+
     # -- per request ------------------------------------------------------------------------
     def new_transformer(self, request: Request) -> Transformer:
-        transformer: Transformer = self.transformer_factory()
-        transformer.request = request
-        transformer.definition = self
-        return transformer
+        """This type's transformer for ``request``, made with both (``Transformer.__init__``)."""
+        return self.transformer_factory(request, self)
 
     def definition_of(self, entity: Any) -> ResourceDefinition:
         """The definition an instance is shown as: its own class's (a registered subclass of a
@@ -300,27 +296,28 @@ class Registry:
         self.schemas: dict[Any, tuple[Any, list[Any] | None]] = {}
         #: the API root's names up to the root -> its quoted path with a trailing slash (``document.api_base``)
         self.api_paths: dict[tuple[Any, ...], str] = {}
-        self.types: dict[str, ResourceDefinition] = {}
-        self.models: dict[type[Any], ResourceDefinition] = {}
+        self.types: Mapping[str, ResourceDefinition] = {}
+        self.models: Mapping[type[Any], ResourceDefinition] = {}
         self.resolved = False
-        #: model -> the ``Collection`` subclass its collection node is, when the type has nameless
-        #: collection operations (``operations.add_jsonapi_operation``); other types: ``Collection``
-        self.collection_nodes: dict[type[Any], type[Any]] = {}
         #: query string -> its checked parameters; (query string, Accept, definition, collection)
         #: -> its plan and the restricted-path checks to run again per caller (``query.parse_query``)
         self.plans = BoundedCache(512)
         #: ``check(request, write)`` before every write operation, in the order registered
         #: (``writes.add_write_check``, an action each)
-        self.write_checks: list[Callable[..., Any]] = []
-        #: (model, on, name) of each operation name whose other methods have their 405 view: made
-        #: while the configuration is built, as the views are (``operations.add_jsonapi_operation``)
-        self.operation_fallbacks: set[tuple[Any, str, str]] = set()
+        self.write_checks: tuple[Callable[..., Any], ...] = ()
+        #: extension URI -> the view a ``POST`` or ``PATCH`` naming it in ``Content-Type`` (or
+        #: sending what only it allows) is handed to by the ordinary write views (``views.write``):
+        #: ``sideposting.SIDEPOST_EXT`` -> ``sideposting.sidepost_view`` (its ``includeme``, an action)
+        self.extension_views: Mapping[str, Callable[..., Any]] = {}
+        #: ``document -> bool`` of each other body format the sideposting view takes, also without
+        #: ``included`` (``graphiti.is_graphiti``: spraypaint's ``temp-id``; ``graphiti.includeme``)
+        self.sidepost_formats: tuple[Callable[[Any], bool], ...] = ()
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:
             raise ConfigurationError(f"resource type {definition.type!r} registered twice")
-        self.types[definition.type] = definition
-        self.models[definition.model] = definition
+        self.types = {**self.types, definition.type: definition}
+        self.models = {**self.models, definition.model: definition}
 
     def get(self, type_name: str) -> ResourceDefinition | None:
         return self.types.get(type_name)
@@ -346,11 +343,21 @@ class Registry:
 
     def resolve(self) -> None:
         """Check and resolve every declaration against the mapper at once (``startup``'s passes, in
-        order), for a registry filled without a configurator."""
+        order), for a registry filled without a configurator; then ``freeze``."""
         passes = [self.resolve_passes(definition) for definition in self.types.values()]
         for index in range(len(passes[0]) if passes else 0):
             for steps in passes:
                 steps[index]()
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Every type resolved (the configuration's ``ActionOrder.RESOLVED`` action): the
+        definitions become read-only, and so do the tables of types and models and the extension
+        views. (The caches stay what they are: filled by requests.)"""
+        for definition in self.types.values():
+            definition.freeze()
+        self.types, self.models = read_only(self.types), read_only(self.models)
+        self.extension_views = read_only(self.extension_views)
         self.resolved = True
 
 

@@ -43,7 +43,6 @@ from .errors import BadRequest, JsonApiError, PayloadTooLarge
 from .local_ids import token
 from .negotiation import SIDEPOST_EXT, content_extensions
 from .sideposting import Sidepost, sidepost, sidepost_view
-from .views.write import SIDEPOST_FORMAT, SIDEPOST_VIEW
 
 __all__ = ["graphiti_view", "is_graphiti"]
 
@@ -368,6 +367,10 @@ def includeme(config: Configurator) -> None:
     translated primary resource (``translated_payload``; a subscriber only then: any subscriber
     costs every request the event's notification)."""
     if config.jsonapi_registry().settings["graphiti_sideposting"]:
-        config.action(("jsonapi", "graphiti"), lambda: config.registry.update({SIDEPOST_VIEW: graphiti_view,
-                                                                             SIDEPOST_FORMAT: is_graphiti}))
+        def register() -> None:
+            jsonapi = get_registry(config.registry)
+            jsonapi.extension_views = {**jsonapi.extension_views, SIDEPOST_EXT: graphiti_view}
+            jsonapi.sidepost_formats = (*jsonapi.sidepost_formats, is_graphiti)
+
+        config.action(("jsonapi", "graphiti"), register)
         config.add_subscriber(translated_payload, ContextFound)

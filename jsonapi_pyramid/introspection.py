@@ -8,8 +8,10 @@ The categories, each item's discriminator in brackets:
 * ``jsonapi registry`` [``"jsonapi"``]: the application's ``contract.Registry``
   (``registry.jsonapi``) as ``registry``, its parsed settings as ``settings`` (``cursor_secret``
   hidden);
-* ``jsonapi resource types`` [the type name]: ``model``, ``definition`` (the resolved
-  ``ResourceDefinition``), ``path`` (of the collection, under the API root), every option of
+* ``jsonapi resource types`` [the type name]: ``model``, ``declaration`` (the immutable
+  ``declaration.ResourceDeclaration`` of the call), ``definition`` (the resolved
+  ``ResourceDefinition``, frozen once the configuration is committed), ``path`` (of the
+  collection, under the API root), every option of
   ``add_jsonapi_resource`` (None when not given) and ``given`` (the names of the options given);
   related to its custom operations;
 * ``jsonapi operations`` [(model, on, name, method)]: ``type`` (the resource type's name), ``model``,
@@ -48,6 +50,7 @@ def resource_type(config: Any, definition: Any, options: Mapping[str, Any], opti
     """The introspectable of one ``add_jsonapi_resource`` call (``path`` is set when it commits)."""
     intr = config.introspectable(RESOURCE_TYPES, definition.type, definition.type, "jsonapi resource type")
     intr["model"], intr["definition"], intr["given"] = definition.model, definition, tuple(sorted(options))
+    intr["declaration"] = definition.declaration
     for name in option_names:
         intr[name] = options.get(name)
     return intr

@@ -22,9 +22,10 @@ URL answers 405 with ``Allow``.
 ``name=""`` on the collection or item *replaces* a standard operation of that type only (for
 example a create that is not a plain model insert): the operation's view carries a predicate on
 the resource type, so Pyramid prefers it over the generic view of the same context and method. On
-the collection, it is registered on a ``Collection`` subclass of that type's own
-(``Registry.collection_nodes``, which traversal instantiates), so the other types' collection
-requests never try it (a predicate that fails raises ``PredicateMismatch``).
+the collection, it is registered on ``traversal.OperatedCollection``, the node class of the
+collections whose type has such an operation (``ResourceDefinition.collection_node``, which
+traversal instantiates), so the other types' collection requests never try it (a predicate that
+fails raises ``PredicateMismatch``).
 
 ``conditional=True`` (item operations) makes an operation a conditional write, as ``PATCH`` is
 (``preconditions``; CONTRACT.md section 8): after authorization and before ``validate`` the row is
@@ -57,7 +58,7 @@ from .preconditions import check_if_match
 from .query import parse_query
 from .security import Permission
 from .stored import load_stored, load_stored_many
-from .traversal import Collection, Item
+from .traversal import Collection, Item, OperatedCollection
 from .validation import resolve_identifiers, run_schema
 
 __all__ = [
@@ -166,9 +167,9 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
     operation = Operation(model, name, view, on, request_method, str(permission), validate, description,
                           bool(conditional))
     registry = config.jsonapi_registry()
-    context = Item if on == "item" else Collection
-    if on == "collection" and not name:  # on the type's own node class: not tried on other types' collections
-        context = registry.collection_nodes.setdefault(model, type(f"{model.__name__}Collection", (Collection,), {}))
+    # A nameless collection operation is on the node class of the collections that have one
+    # (``OperatedCollection``): the other types' collection requests never try its view.
+    context = Item if on == "item" else OperatedCollection if not name else Collection
     config.add_view(operation, context=context, name=name, request_method=request_method,
                     permission=operation.permission, jsonapi_model=model, renderer="jsonapi")
 
@@ -178,21 +179,34 @@ def add_jsonapi_operation(config: Configurator, model: Any, name: str, view: Cal
         definition = registry.definition_for_model(model)
         if definition is None:
             raise ConfigurationError(f"add_jsonapi_operation: {model.__name__} is not a registered resource")
-        definition.operations[(on, name, request_method)] = operation
-        if context is not Collection and context is not Item:
-            registry.collection_nodes.setdefault(definition.model, context)  # the operation named a base class
+        definition.operations = {**definition.operations, (on, name, request_method): operation}
+        if context is OperatedCollection:
+            definition.collection_node = OperatedCollection
         intr["type"] = definition.type
         intr.relate(introspection.RESOURCE_TYPES, definition.type)
 
     config.action(("jsonapi-operation", model, on, name, request_method), record, order=ActionOrder.OPERATIONS,
                   introspectables=(intr,))
-    if name and (model, on, name) not in registry.operation_fallbacks:
-        # Other methods on the operation's URL: 405 listing the ones registered (read at request time).
-        # Made now, as the views are: a second view for the same URL would conflict.
-        registry.operation_fallbacks.add((model, on, name))
-        config.add_view(_method_not_allowed(on, name), context=context, name=name,
-                        permission=NO_PERMISSION_REQUIRED, jsonapi_model=model)
     return operation
+
+
+def _add_fallbacks(config: Configurator) -> None:
+    """The 405 view of every operation name (other methods on its URL: ``Allow`` lists the ones
+    registered, read at request time), one per type, node and name, once every operation is
+    recorded (``ActionOrder.OPERATION_FALLBACKS``; each ``add_view`` is an action of its own, with
+    its view introspectable)."""
+    registry = get_registry(config.registry)
+    for definition in registry.types.values():
+        names = sorted({(on, name) for (on, name, _method) in definition.operations if name})
+        for on, name in names:
+            context = Item if on == "item" else Collection
+            config.add_view(_method_not_allowed(on, name), context=context, name=name,
+                            permission=NO_PERMISSION_REQUIRED, jsonapi_model=_operation_model(definition, on, name))
+
+
+def _operation_model(definition: Any, on: str, name: str) -> Any:
+    """The model the operations ``name`` were declared for (their view predicate's)."""
+    return next(operation.model for (where, op, _m), operation in definition.operations.items() if (where, op) == (on, name))
 
 
 def operation_methods(definition: Any, on: str, name: str) -> list[str]:
@@ -297,3 +311,4 @@ def includeme(config: Configurator) -> None:
     """The ``jsonapi_model`` view predicate and the ``add_jsonapi_operation`` directive."""
     config.add_view_predicate("jsonapi_model", ResourceModelPredicate)
     config.add_directive("add_jsonapi_operation", add_jsonapi_operation)
+    config.action(("jsonapi", "operation-fallbacks"), lambda: _add_fallbacks(config), order=ActionOrder.OPERATION_FALLBACKS)

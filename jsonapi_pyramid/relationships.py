@@ -27,7 +27,7 @@ sides, and every fact about the mapping the loaders, validators and the OpenAPI 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
 from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
 
+from .declaration import Frozen
 from .hints import did_you_mean
 
 MANYTOONE = RelationshipDirection.MANYTOONE
@@ -44,8 +45,9 @@ __all__ = ["AGGREGATE_FUNCTIONS", "Aggregate", "RelationshipsCollection", "ToMan
            "relationship_aggregate"]
 
 
-class Relationship:
-    """Base of the two declaration kinds. Use the ``create`` class methods."""
+class Relationship(Frozen):
+    """Base of the two declaration kinds. Use the ``create`` class methods. Resolved against the
+    mapper by its owner's start-up (``resolve``), then frozen with it."""
 
     many: bool = False
 
@@ -189,15 +191,19 @@ class ToManyRelationship(Relationship):
         return cls(name, target, property=property, mapped_by=mapped_by)
 
 
-class RelationshipsCollection:
-    """The declared relationships of one resource type, by name. An empty collection is allowed."""
+class RelationshipsCollection(Frozen):
+    """The declared relationships of one resource type, by name. An empty collection is allowed.
+    Frozen, with every relationship, when the configuration is committed."""
+
+    read_only_containers = ("_by_name",)
 
     def __init__(self, *relationships: Relationship) -> None:
-        self._by_name: dict[str, Relationship] = {}
+        by_name: dict[str, Relationship] = {}
         for relationship in relationships:
-            if relationship.name in self._by_name:
+            if relationship.name in by_name:
                 raise ConfigurationError(f"relationship {relationship.name!r} declared twice")
-            self._by_name[relationship.name] = relationship
+            by_name[relationship.name] = relationship
+        self._by_name: Mapping[str, Relationship] = by_name
 
     @classmethod
     def of(cls, relationships: Iterable[Relationship]) -> RelationshipsCollection:
@@ -220,6 +226,11 @@ class RelationshipsCollection:
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
+
+    def freeze(self) -> None:
+        for relationship in self._by_name.values():
+            relationship.freeze()
+        super().freeze()
 
 
 # -- aggregates of to-many relationships (sort keys) ----------------------------------------------

@@ -2,7 +2,8 @@
 ``included`` of one ``POST`` or ``PATCH``, created and linked in the request's one transaction.
 
 A request that names the extension in ``Content-Type`` (or sends ``included`` without it: 400)
-is handed to ``sidepost_view`` by the ordinary create and update views, after the permission of
+is handed to ``sidepost_view`` by the ordinary create and update views (``views.write``, through
+``contract.Registry.extension_views``), after the permission of
 their row in ``VIEWS``. Each resource of ``included`` has a ``lid`` and no ``id``; the primary resource and
 the included ones name each other by ``{"type", "lid"}`` in their relationships (a ``POST``'s
 primary resource may have a ``lid`` too). The request is translated into the atomic operations it
@@ -36,7 +37,7 @@ from .atomic import check_data, perform_operation
 from .body import document as body_document
 from .body import request_data
 from .conditional import tag_answer
-from .contract import get_registry
+from .contract import ActionOrder, get_registry
 from .document import DocumentBuilder, resource_document
 from .errors import BadRequest, JsonApiError, PayloadTooLarge
 from .includes import load_document
@@ -47,7 +48,6 @@ from .query import parse_query, with_include
 from .renderer import MEDIA_TYPE
 from .stored import load_stored_many, load_stored_tagged
 from .validation import required_on_create
-from .views.write import SIDEPOST_VIEW
 
 __all__ = ["SIDEPOST_EXT", "Sidepost", "sidepost", "sidepost_view"]
 
@@ -327,6 +327,12 @@ def _add_created(request: Request, plan: Any, document: dict[Any, Any], nodes: d
 
 def includeme(config: Configurator) -> None:
     """Sideposting on: the ordinary create and update views hand a request that names the
-    extension or sends ``included`` to ``sidepost_view`` (``views.write.SIDEPOST_VIEW``). Each
-    operation it runs is authorized as the single request it stands for (``atomic.perform_operation``)."""
-    config.action(("jsonapi", "sideposting"), lambda: config.registry.__setitem__(SIDEPOST_VIEW, sidepost_view))
+    extension or sends ``included`` to ``sidepost_view`` (``Registry.extension_views``, filled by
+    this action). Each operation it runs is authorized as the single request it stands for
+    (``atomic.perform_operation``)."""
+
+    def register() -> None:
+        jsonapi = get_registry(config.registry)
+        jsonapi.extension_views = {**jsonapi.extension_views, SIDEPOST_EXT: sidepost_view}
+
+    config.action(("jsonapi-extension-view", SIDEPOST_EXT), register, order=ActionOrder.REGISTER)

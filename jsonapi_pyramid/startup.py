@@ -16,6 +16,7 @@ client. The definitions are passed in (this module sits below ``contract`` in th
 """
 from __future__ import annotations
 
+from inspect import signature as inspect_signature
 from typing import Any
 
 from pyramid.exceptions import ConfigurationError
@@ -57,6 +58,9 @@ def resolve_own(definition: Any) -> None:
     collection = declared() if declared is not None else RelationshipsCollection()
     if not isinstance(collection, RelationshipsCollection):
         raise ConfigurationError(f"{model.__name__}.relationships() must return a RelationshipsCollection")
+    if collection.frozen or any(relationship.frozen for relationship in collection):
+        raise ConfigurationError(f"{model.__name__}.relationships() returned relationships another application has "
+                                 "resolved and frozen; return new ones at each call")
     definition.relationships = collection
 
 
@@ -66,11 +70,19 @@ def _resolve_transformer(definition: Any) -> Transformer:
     factory = getattr(model, "transformer", None)
     if factory is None:
         raise ConfigurationError(f"{model.__name__}: a resource needs a transformer() class method")
-    sample = factory()
+    per_request = _takes_request(factory)
+    sample = factory(None, definition) if per_request else factory()
     if not isinstance(sample, Transformer):
         raise ConfigurationError(f"{model.__name__}.transformer() must return a Transformer instance")
     transformer_class = definition.transformer_class = type(sample)
-    definition.transformer_factory = factory
+    if not per_request and not _takes_request(transformer_class):
+        raise ConfigurationError(
+            f"{transformer_class.__name__}: the library makes it per request as {transformer_class.__name__}(request, "
+            f"definition); let its __init__ take the two and pass them to Transformer.__init__, or give "
+            f"{model.__name__}.transformer(cls, request, definition) that makes it")
+    if not per_request:
+        _check_made_alike(definition, sample, transformer_class)
+    definition.transformer_factory = factory if per_request else transformer_class
     definition.attributes = tuple(transformer_class.attributes)
     definition.available_metas = tuple(transformer_class.available_metas)
     for name, attribute in dict(transformer_class.attribute_map).items():
@@ -95,6 +107,29 @@ def _resolve_transformer(definition: Any) -> Transformer:
                 f"available_metas but the method {method}() is missing"
             )
     return sample
+
+
+def _check_made_alike(definition: Any, sample: Transformer, transformer_class: Any) -> None:
+    """The transformer ``transformer()`` returned has no attribute of its own that the one made per
+    request (``transformer_class(request, definition)``) would lack."""
+    extra = sorted(set(vars(sample)) - set(vars(transformer_class(None, definition))))
+    if extra:
+        name, model = transformer_class.__name__, definition.model.__name__
+        raise ConfigurationError(
+            f"{model}.transformer() sets {', '.join(extra)} on the {name} it returns, which the one the library "
+            f"makes per request, {name}(request, definition), would not have: set them in {name}.__init__ or on the "
+            f"class, or give {model}.transformer(cls, request, definition) that makes each one")
+
+
+def _takes_request(factory: Any) -> bool:
+    """Whether ``factory`` may be called as ``factory(request, definition)``."""
+    try:
+        inspect_signature(factory).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): the base Transformer's
+        return True
+    return True
 
 
 def _check_types(definition: Any) -> None:

@@ -9,8 +9,12 @@ Meta fields (seed section 4.4): the field ``commentsCount`` is computed by the m
 that type in the document at once and returns a mapping entity -> value, so a count costs one
 query per document instead of one per resource. ``count_of("comments")`` builds such a method.
 
-The library makes a new transformer per request and type (the seed's ``transformer()``), and sets
-``request`` and ``definition`` on it, so a transformer may tailor what it shows to the caller.
+The library makes a new transformer per request and type, with both at construction:
+``TransformerClass(request, definition)``, where the class is the one the model's
+``transformer()`` class method returns an instance of (called once, at start-up); a model whose
+``transformer`` class method takes ``(request, definition)`` makes each one itself. So
+``self.request`` and ``self.definition`` are there from the start, and a transformer may tailor
+what it shows to the caller.
 
 Records. A transformer receives one shape of value (module ``records``): by default a *record*,
 a SQLAlchemy ``Row`` whose attributes are the entity's: the id attribute, the column attribute
@@ -56,11 +60,16 @@ class Transformer:
     #: True: always receive mapped instances (the transformer walks relationships, calls methods...).
     entities: bool = False
 
-    request: Any = None
-    definition: Any = None
+    #: the request it serves, and the ``ResourceDefinition`` of its type (None: made outside the library)
+    request: Any
+    definition: Any
     #: the names of the last ``transform`` and their reader (kept per transformer instance)
     _read_names: Any = None
     _read: Any = None
+
+    def __init__(self, request: Any = None, definition: Any = None) -> None:
+        self.request = request
+        self.definition = definition
 
     @classmethod
     def entity_attribute(cls, name: str) -> str:

@@ -83,7 +83,8 @@ def add_write_check(config: Configurator, check: Callable[..., Any]) -> None:
     configuration commits. The same check registered twice is a configuration conflict."""
 
     def register() -> None:
-        get_registry(config.registry).write_checks.append(check)
+        jsonapi = get_registry(config.registry)
+        jsonapi.write_checks = (*jsonapi.write_checks, check)
 
     config.action(("jsonapi-write-check", check), register, introspectables=(introspection.write_check(config, check),))
 

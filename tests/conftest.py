@@ -175,6 +175,22 @@ def cheap_password_hashing():
     passwords.configure(APP_SETTINGS["blog.argon2_time_cost"], APP_SETTINGS["blog.argon2_memory_cost"])
 
 
+@pytest.fixture
+def patch_frozen():
+    """``patch(obj, name, value)``: set an attribute of an object the configuration froze (a
+    resolved ``ResourceDefinition``) for one test, as ``monkeypatch.setattr`` would, restored
+    afterwards. Only tests do this: the library refuses ``setattr`` on it once committed."""
+    undo = []
+
+    def patch(obj, name, value):
+        undo.append((obj, name, obj.__dict__[name]))
+        object.__setattr__(obj, name, value)
+
+    yield patch
+    for obj, name, value in reversed(undo):
+        object.__setattr__(obj, name, value)
+
+
 @pytest.fixture(scope="session")
 def wsgi_app(database_url):
     os.environ.pop("DATABASE_URL", None)

@@ -90,7 +90,7 @@ def route_template(request: Request) -> str:
         return base
     # /<type>/<x>: an item, unless <x> names a collection operation and traversal found no item
     context = request.__dict__.get("context")
-    node_class = registry.collection_nodes.get(definition.model, Collection)
+    node_class = definition.collection_node or Collection
     if not isinstance(context, Item) and _has_view(request, node_class, rest[0]):
         return f"{base}/{rest[0]}" if len(rest) == 1 else UNMATCHED
     return _below_item(request, definition, base + "/{id}", rest[1:])

@@ -29,7 +29,7 @@ from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()
 
-__all__ = ["ApiRoot", "Collection", "Item", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
+__all__ = ["ApiRoot", "Collection", "Item", "OperatedCollection", "Related", "Relationships", "Root", "ToManyLinkage", "ToOneLinkage"]
 
 
 class Root:
@@ -67,7 +67,7 @@ class ApiRoot:
         definition = registry.get(name)
         if definition is None:
             raise KeyError(name)
-        return registry.collection_nodes.get(definition.model, Collection)(self, definition)
+        return (definition.collection_node or Collection)(self, definition)
 
 
 class _Node:
@@ -98,9 +98,8 @@ class _Node:
 
 
 class Collection(_Node):
-    """``/api/<type>``. A type with a nameless collection operation gets a subclass of its own
-    (``Registry.collection_nodes``): that operation's view is registered on it, so Pyramid never
-    tries it (and raises no ``PredicateMismatch``) on the other types' collections."""
+    """``/api/<type>``. The collection of a type with a nameless collection operation is an
+    ``OperatedCollection`` (``ResourceDefinition.collection_node``)."""
 
     def __init__(self, parent: Any, definition: Any) -> None:
         self.__parent__ = parent
@@ -121,9 +120,13 @@ class Collection(_Node):
             value, linkage = load_item(request, definition, resource_id, record=request.method in READS), None
         if value is None:
             raise KeyError(key)
-        item = Item(self, value)
-        item.linkage = linkage
-        return item
+        return Item(self, value, linkage)
+
+
+class OperatedCollection(Collection):
+    """The collection of a type with a nameless collection operation (``operations``): that
+    operation's view is registered on this class, with a predicate on the type, so Pyramid never
+    tries it (and raises no ``PredicateMismatch``) on the other types' collections."""
 
 
 def _plain_read(request: Request, key: str) -> bool:
@@ -144,12 +147,11 @@ class Item(_Node):
     statement, through ``request.dbsession``); the one traversal loaded otherwise. ``linkage``:
     the linkage part of its tag when traversal read it with the row (``_plain_read``), else None."""
 
-    linkage: bytes | None = None
-
-    def __init__(self, parent: Collection, value: Any) -> None:
+    def __init__(self, parent: Collection, value: Any, linkage: bytes | None = None) -> None:
         self.__parent__ = parent
         self.request = parent.request
         self.definition = parent.definition
+        self.linkage = linkage
         self.record = value
         self._entity = None if isinstance(value, Row) else value
         self.__name__ = self.definition.identity(value)

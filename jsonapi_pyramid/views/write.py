@@ -29,17 +29,12 @@ from ..renderer import dumps
 from ..stored import load_stored_tagged
 from ..writes import Write
 
-#: The Pyramid registry's key of the sideposting view (``sideposting``: new resources in ``included``).
-SIDEPOST_VIEW = "jsonapi.sidepost_view"
-#: The registry's key of a ``document -> bool`` that hands a body of another format to the
-#: sideposting view too (``graphiti``: spraypaint's ``temp-id``, also without ``included``).
-SIDEPOST_FORMAT = "jsonapi.sidepost_format"
-
 
 def create(context: Any, request: Request) -> Any:
     """``POST /api/<type>``: 201 with ``Location`` and the created resource document."""
-    if _sideposted(request):
-        return request.registry[SIDEPOST_VIEW](context, request)
+    sidepost = _sidepost_view(request)
+    if sidepost is not None:
+        return sidepost(context, request)
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
     stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
@@ -56,8 +51,9 @@ def update(context: Any, request: Request) -> Any:
     """``PATCH /api/<type>/<id>``: only the attributes and relationships sent change; 200 with
     the updated resource document, and the ``ETag`` a plain GET of it would now carry; with
     ``Prefer: return=minimal``, 204 with that ``ETag``."""
-    if _sideposted(request):
-        return request.registry[SIDEPOST_VIEW](context, request)
+    sidepost = _sidepost_view(request)
+    if sidepost is not None:
+        return sidepost(context, request)
     plan = parse_query(request, context.definition, collection=False)
     entity = writes.update(Write(context, request_data(request)))  # check, validate, apply, flush
     stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
@@ -122,18 +118,21 @@ OPERATIONS = {
 }
 
 
-def _sideposted(request: Request) -> bool:
-    """The request names the sideposting extension or sends ``included`` (refused without it)."""
-    if SIDEPOST_VIEW not in request.registry:
-        return False
+def _sidepost_view(request: Request) -> Any:
+    """The view of the sideposting extension (``Registry.extension_views``, filled by
+    ``sideposting.includeme``) when the request names it or sends ``included`` (refused without
+    it), else None: the ordinary write."""
+    view = request.registry.jsonapi.extension_views.get(SIDEPOST_EXT)  # contract.get_registry, without its call
+    if view is None:
+        return None
     document = request.jsonapi_body.document
     if isinstance(document, dict) and "included" in document:
-        return True
-    other_format = request.registry.get(SIDEPOST_FORMAT)
-    if other_format is not None and other_format(document):
-        return True
+        return view
+    if any(recognises(document) for recognises in request.registry.jsonapi.sidepost_formats):
+        return view  # a body of another format the sideposting view takes (``graphiti``)
     # the media type parsed only when it may name the extension (an ordinary write's is not)
-    return SIDEPOST_EXT in request.headers.get("Content-Type", "") and SIDEPOST_EXT in content_extensions(request)
+    named = SIDEPOST_EXT in request.headers.get("Content-Type", "") and SIDEPOST_EXT in content_extensions(request)
+    return view if named else None
 
 
 def _linkage_answer(context: Any, request: Request) -> Any:

@@ -166,7 +166,7 @@ def _failing(cause: str, blog, hidden) -> tuple[dict, int, str]:
 
 @pytest.mark.parametrize("position", [0, 1, 2])
 @pytest.mark.parametrize("cause", ["validation", "authorization", "visibility", "unique", "constraint", "exception"])
-def test_a_failure_anywhere_changes_nothing(atomic, alice, blog, make_articles, engine, wsgi_app, monkeypatch,
+def test_a_failure_anywhere_changes_nothing(atomic, alice, blog, make_articles, engine, wsgi_app, patch_frozen,
                                             cause, position):
     hidden = make_articles(1, blog["admin"], status="draft", comments=0, tags=0)[0]
 
@@ -178,7 +178,7 @@ def test_a_failure_anywhere_changes_nothing(atomic, alice, blog, make_articles, 
         if attributes.get("title") == "clash":
             request.dbsession.add(Tag(name="python"))  # a unique name taken: the database refuses
 
-    monkeypatch.setattr(get_registry(wsgi_app.registry).get("articles"), "apply", apply_article)
+    patch_frozen(get_registry(wsgi_app.registry).get("articles"), "apply", apply_article)
     good = [add("articles", {"title": "Kept?"}, local="a"),
             add("comments", {"body": "on it"}, {"article": {"data": lid("articles", "a")}})]
     operation, status, pointer = _failing(cause, blog, hidden)

@@ -65,7 +65,7 @@ def test_every_custom_operation_of_the_blog_related_to_its_type(wsgi_app):
 def test_write_checks_registry_profiles_and_extension(wsgi_app):
     checks = category(wsgi_app.registry, introspection.WRITE_CHECKS)
     assert set(checks) == {serialise_set_replaces, if_match_check, prepare_atomic_signups}
-    assert wsgi_app.registry.jsonapi.write_checks == [serialise_set_replaces, if_match_check, prepare_atomic_signups]
+    assert wsgi_app.registry.jsonapi.write_checks == (serialise_set_replaces, if_match_check, prepare_atomic_signups)
     (registry, _related), = category(wsgi_app.registry, introspection.REGISTRY).values()
     assert registry["registry"] is wsgi_app.registry.jsonapi and registry["settings"]["root_name"] == "api"
     assert registry["settings"]["cursor_secret"] == "(hidden)" != wsgi_app.registry.jsonapi.settings["cursor_secret"]

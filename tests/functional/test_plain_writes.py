@@ -219,11 +219,11 @@ def test_a_none_sent_for_a_column_with_a_default_gets_the_default_as_with_the_or
 
 
 @pytest.mark.parametrize("attributes", [{"title": "x"}, {"title": "x", "slug": None}, {"title": "x", "status": "s", "slug": "given"}])
-def test_both_paths_store_the_same_row(app, flushes, monkeypatch, attributes):
+def test_both_paths_store_the_same_row(app, flushes, patch_frozen, attributes):
     definition = get_registry(app.app.registry).get("notes")
     stored = []
     for plain in (definition.plain_writes, None):
-        monkeypatch.setattr(definition, "plain_writes", plain)
+        patch_frozen(definition, "plain_writes", plain)
         title = f"{attributes['title']}-{next(_numbers)}"
         made = send(app, "POST", "/api/notes", {"type": "notes", "attributes": {**attributes, "title": title}}, 201)
         row = next(r for r in _rows(app, Note) if r[0] == int(made.json["data"]["id"]))
@@ -338,14 +338,14 @@ def test_an_init_listener_takes_the_orm_path(app, flushes):
     assert made.json["data"]["attributes"]["status"] == "from init" and len(flushes) == 1
 
 
-def test_a_row_deleted_under_an_update_is_a_conflict_on_both_paths(app, monkeypatch):
+def test_a_row_deleted_under_an_update_is_a_conflict_on_both_paths(app, patch_frozen):
     """A concurrent writer deletes the row between its read and the UPDATE: the ORM's flush raises
     ``StaleDataError`` (retried, then 409); the plain path says the same."""
     engine = app.app.registry["db.engine"]
     definition = get_registry(app.app.registry).get("notes")
     statuses = []
     for plain in (definition.plain_writes, None):
-        monkeypatch.setattr(definition, "plain_writes", plain)
+        patch_frozen(definition, "plain_writes", plain)
         made = send(app, "POST", "/api/notes", {"type": "notes", "attributes": {"title": f"doomed-{next(_numbers)}"}}, 201)
         note_id = int(made.json["data"]["id"])
 

@@ -197,14 +197,14 @@ def test_more_resources_than_the_limit_is_413(sidepost, admin, wsgi_app, monkeyp
 
 
 @pytest.mark.parametrize("cause", ["validation", "authorization", "unique", "exception"])
-def test_a_failure_of_any_resource_changes_nothing(sidepost, alice, admin, engine, wsgi_app, monkeypatch, cause):
+def test_a_failure_of_any_resource_changes_nothing(sidepost, alice, admin, engine, wsgi_app, patch_frozen, cause):
     def apply_article(entity, attributes, request):
         assign_attributes(entity, attributes, request)
         if attributes.get("title") == "boom":
             request.dbsession.flush()
             raise RuntimeError("the application failed halfway")
 
-    monkeypatch.setattr(get_registry(wsgi_app.registry).get("articles"), "apply", apply_article)
+    patch_frozen(get_registry(wsgi_app.registry).get("articles"), "apply", apply_article)
     comment = {"type": "comments", "lid": "c", "attributes": {"body": "first"},
                "relationships": {"article": {"data": lid("articles", "a")}}}
     other = {**comment, "lid": "d", "attributes": {"body": "second"}}

@@ -558,13 +558,13 @@ def test_to_one_endpoint_allows_get_and_patch_only(api, admin, blog):
 
 # -- transactions: all or nothing ----------------------------------------------------------------
 
-def test_a_database_error_midway_changes_nothing(send, blog, engine, definitions, monkeypatch):
+def test_a_database_error_midway_changes_nothing(send, blog, engine, definitions, patch_frozen):
     def apply_then_break(entity, attributes, request):
         assign_attributes(entity, attributes, request)
         request.dbsession.flush()  # the new title is in the database (inside this transaction)
         request.dbsession.add(Tag(name="python"))  # a unique name lost to "another writer"
 
-    monkeypatch.setattr(definitions.get("articles"), "apply", apply_then_break)
+    patch_frozen(definitions.get("articles"), "apply", apply_then_break)
     before = snapshot(engine)
     article = blog["hello"]
     response = send("patch", f"/api/articles/{article.id}", {"data": {
@@ -574,13 +574,13 @@ def test_a_database_error_midway_changes_nothing(send, blog, engine, definitions
     assert snapshot(engine) == before
 
 
-def test_an_exception_in_application_code_changes_nothing(send, blog, engine, definitions, monkeypatch):
+def test_an_exception_in_application_code_changes_nothing(send, blog, engine, definitions, patch_frozen):
     def apply_then_fail(entity, attributes, request):
         assign_attributes(entity, attributes, request)
         request.dbsession.flush()
         raise RuntimeError("the application failed halfway")
 
-    monkeypatch.setattr(definitions.get("users"), "apply", apply_then_fail)
+    patch_frozen(definitions.get("users"), "apply", apply_then_fail)
     before = snapshot(engine)
     response = send("post", "/api/users", {"data": {"type": "users", "attributes": {
         "name": "Dan", "email": "dan@example.com", "password": "password-1",

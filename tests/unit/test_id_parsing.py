@@ -10,7 +10,7 @@ from hypothesis import strategies
 from sqlalchemy import String, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from jsonapi_pyramid import ResourceDefinition, Transformer
+from jsonapi_pyramid import ResourceDeclaration, ResourceDefinition, Transformer
 from jsonapi_pyramid.identifiers import CompositeId
 from jsonapi_pyramid.startup import resolve_own
 
@@ -45,7 +45,7 @@ class Named(Base):
 
 
 def definition(model, **options) -> ResourceDefinition:
-    resolved = ResourceDefinition(model, **options)
+    resolved = ResourceDefinition(ResourceDeclaration.of(model, **options))
     resolve_own(resolved)
     return resolved
 

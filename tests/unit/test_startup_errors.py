@@ -3,6 +3,7 @@ meant (issue #27: they ended in ``Line 0 of file None``, a misspelt option named
 class, and forgetting ``jsonapi_pyramid.db`` started fine and then answered 500 to everything)."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import pathlib
 import subprocess
@@ -15,7 +16,8 @@ from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToOneRelationship, Transformer, add_jsonapi_resource
-from jsonapi_pyramid.contract import ResourceDefinition, ResourceOptions
+from jsonapi_pyramid.contract import ResourceOptions
+from jsonapi_pyramid.declaration import ResourceDeclaration
 
 HERE = pathlib.Path(__file__).resolve()
 
@@ -145,10 +147,12 @@ def test_a_direct_call_names_its_line_too():
     _assert_points_here(caught.value, line, "did you mean 'sortable'?")
 
 
-def test_the_typed_options_are_the_definitions_keywords():
-    keywords = [name for name, parameter in inspect.signature(ResourceDefinition.__init__).parameters.items()
+def test_the_typed_options_are_the_declarations_fields():
+    fields = [field.name for field in dataclasses.fields(ResourceDeclaration) if field.name != "model"]
+    keywords = [name for name, parameter in inspect.signature(ResourceDeclaration.of).parameters.items()
                 if parameter.kind is inspect.Parameter.KEYWORD_ONLY]
-    assert sorted(keywords) == sorted(ResourceOptions.__annotations__)
+    assert sorted(fields) == sorted(ResourceOptions.__annotations__)
+    assert set(keywords) <= set(fields)
 
 
 def test_mypy_sees_a_misspelt_option_in_a_direct_call(tmp_path):
