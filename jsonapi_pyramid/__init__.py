@@ -38,7 +38,7 @@ from .errors import (
     error_object,
 )
 from .hints import did_you_mean
-from .loading import count_of
+from .load.loading import count_of
 from .negotiation import ATOMIC_EXT
 from .pagination import PROFILE as CURSOR_PROFILE
 from .preconditions import if_match_check
@@ -334,7 +334,7 @@ def includeme(config: Configurator) -> None:
     config.add_request_method(request_body, "jsonapi_body", reify=True)
     config.add_directive("add_jsonapi_write_check", add_write_check)  # preconditions of every write
     config.add_renderer("jsonapi", JsonApiRenderer)  # views return documents (renderer.py)
-    config.include(".locking")  # a to-many set is replaced under its owner's row lock (first check)
+    config.include(".write.locking")  # a to-many set is replaced under its owner's row lock (first check)
     config.add_jsonapi_write_check(if_match_check)  # If-Match / 412 / 428 (preconditions.py)
     config.include(".errors")
     config.include(".views")
@@ -354,11 +354,11 @@ def includeme(config: Configurator) -> None:
                          over=("jsonapi_pyramid.db.transient_error_tween_factory", "pyramid_tm.tm_tween_factory", EXCVIEW))
     config.add_tween("jsonapi_pyramid.negotiation.negotiation_tween_factory", under=EXCVIEW)
     # Query parameter names checked for every method before traversal and views (400, no change).
-    config.add_tween("jsonapi_pyramid.query.strict_parameters_tween_factory",
+    config.add_tween("jsonapi_pyramid.parse.query.strict_parameters_tween_factory",
                      under="jsonapi_pyramid.negotiation.negotiation_tween_factory")
     if registry.settings["idempotency"]:  # a retried keyed write answered once, in its transaction
         config.add_tween("jsonapi_pyramid.idempotency.idempotency_tween_factory",
-                         under="jsonapi_pyramid.query.strict_parameters_tween_factory")
+                         under="jsonapi_pyramid.parse.query.strict_parameters_tween_factory")
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolved"), lambda: resolved(config.registry), order=ActionOrder.RESOLVED)

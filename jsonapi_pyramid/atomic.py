@@ -39,15 +39,15 @@ from pyramid.request import Request
 from pyramid.security import NO_PERMISSION_REQUIRED
 
 from .body import document as body_document
+from .build.document import DocumentBuilder
 from .contract import get_registry
-from .document import DocumentBuilder
 from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
-from .local_ids import LocalIds, replace_local_ids, take_new_lid, token
+from .load.stored import load_stored
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
-from .stored import load_stored
 from .traversal import ApiRoot
 from .views import VIEWS
 from .views.write import OPERATIONS
+from .write.local_ids import LocalIds, replace_local_ids, take_new_lid, token
 from .writes import Write
 
 __all__ = ["ATOMIC_EXT", "operations_view"]

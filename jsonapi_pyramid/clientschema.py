@@ -26,12 +26,12 @@ from typing import Any
 
 import orjson
 
+from .build.stats_meta import PROFILE as STATS_PROFILE
 from .contract import get_registry
-from .cursors import PROFILE as CURSOR_PROFILE
-from .filter_terms import path_operators
 from .negotiation import SUPPORTED_EXTENSIONS
 from .openapi.components import attribute_schema, request_attributes_schema
-from .stats_meta import PROFILE as STATS_PROFILE
+from .parse.cursors import PROFILE as CURSOR_PROFILE
+from .parse.filter_terms import path_operators
 from .validation import writable_attributes
 
 __all__ = ["schema_json", "schema_of"]

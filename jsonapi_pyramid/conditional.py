@@ -33,12 +33,12 @@ from typing import Any
 from pyramid.request import Request
 from pyramid.response import Response
 
-from .document import DocumentBuilder
-from .loading import Loaded
-from .query import QueryPlan
+from .build.document import DocumentBuilder
+from .load.loading import Loaded
+from .load.stored import load_stored
+from .load.tag_linkage import read_linkage
+from .parse.query import QueryPlan
 from .renderer import RENDERED, dumps
-from .stored import load_stored
-from .tag_linkage import read_linkage
 
 __all__ = [
     "ANY",

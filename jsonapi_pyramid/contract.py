@@ -30,12 +30,12 @@ from sqlalchemy.engine import Row
 
 from .declaration import Frozen, ResourceDeclaration, read_only
 from .identifiers import IdKey, parse_int
-from .plain_writes import PlainWrites, resolve_plain_writes
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, StatementCache, attribute_sql, visibility_of
 from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes, resolve_values
 from .transformer import Transformer
+from .write.plain_writes import PlainWrites, resolve_plain_writes
 
 __all__ = ["ActionOrder", "BoundedCache", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 

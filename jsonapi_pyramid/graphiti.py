@@ -40,9 +40,9 @@ from .body import document as body_document
 from .body import request_data
 from .contract import get_registry
 from .errors import BadRequest, JsonApiError, PayloadTooLarge
-from .local_ids import token
 from .negotiation import SIDEPOST_EXT, content_extensions
 from .sideposting import Sidepost, sidepost, sidepost_view
+from .write.local_ids import token
 
 __all__ = ["graphiti_view", "is_graphiti"]
 

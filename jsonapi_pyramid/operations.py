@@ -48,16 +48,16 @@ from sqlalchemy import inspect
 
 from . import introspection
 from .body import request_data
+from .build.document import page_document, resource_document
 from .conditional import RESOURCE_ETAG, tag_answer, tag_owner
 from .contract import ActionOrder, get_registry
-from .document import page_document, resource_document
 from .errors import BadRequest, ValidationFailed, method_not_allowed_view
-from .includes import load_document
-from .loading import Loaded
+from .load.includes import load_document
+from .load.loading import Loaded
+from .load.stored import load_stored, load_stored_many
+from .parse.query import parse_query
 from .preconditions import check_if_match
-from .query import parse_query
 from .security import Permission
-from .stored import load_stored, load_stored_many
 from .traversal import Collection, Item, OperatedCollection
 from .validation import resolve_identifiers, run_schema
 

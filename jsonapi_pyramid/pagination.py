@@ -10,8 +10,8 @@ applications import them; each lives in the module of its stage:
 """
 from __future__ import annotations
 
-from .cursors import ERROR_TYPES, PROFILE, CursorCodec, check_cursor_sort, collection_scope, max_size_error, profile_requested
-from .keyset import CursorPage, OrderKey, keyset_criterion, load_cursor_page
+from .load.keyset import CursorPage, OrderKey, keyset_criterion, load_cursor_page
+from .parse.cursors import ERROR_TYPES, PROFILE, CursorCodec, check_cursor_sort, collection_scope, max_size_error, profile_requested
 
 __all__ = ["ERROR_TYPES", "PROFILE", "CursorCodec", "CursorPage", "OrderKey", "check_cursor_sort", "collection_scope",
            "keyset_criterion", "load_cursor_page", "max_size_error", "profile_requested"]

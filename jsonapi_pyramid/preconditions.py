@@ -35,8 +35,8 @@ from .conditional import ANY, parse_entity_tags, resource_etag, strong_match
 from .connection import dialect_name
 from .contract import get_registry
 from .errors import JsonApiError
-from .locking import lock_owner
-from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
+from .load.tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns
+from .write.locking import lock_owner
 
 __all__ = ["PreconditionFailed", "PreconditionRequired", "check_if_match", "check_tag", "if_match_check", "lock_row"]
 

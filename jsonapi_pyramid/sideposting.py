@@ -36,18 +36,18 @@ from pyramid.request import Request
 from .atomic import check_data, perform_operation
 from .body import document as body_document
 from .body import request_data
+from .build.document import DocumentBuilder, resource_document
 from .conditional import tag_answer
 from .contract import ActionOrder, get_registry
-from .document import DocumentBuilder, resource_document
 from .errors import BadRequest, JsonApiError, PayloadTooLarge
-from .includes import load_document
-from .loading import Loaded
-from .local_ids import LocalIds, token
+from .load.includes import load_document
+from .load.loading import Loaded
+from .load.stored import load_stored_many, load_stored_tagged
 from .negotiation import SIDEPOST_EXT, SIDEPOST_MEDIA_TYPE, content_extensions
-from .query import parse_query, with_include
+from .parse.query import parse_query, with_include
 from .renderer import MEDIA_TYPE
-from .stored import load_stored_many, load_stored_tagged
 from .validation import required_on_create
+from .write.local_ids import LocalIds, token
 
 __all__ = ["SIDEPOST_EXT", "Sidepost", "sidepost", "sidepost_view"]
 

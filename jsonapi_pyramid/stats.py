@@ -8,8 +8,8 @@ them; each lives in the module of its stage:
 """
 from __future__ import annotations
 
-from .stats_meta import PROFILE, apply_stats
-from .stats_plan import StatsPlan, parse_stats
-from .stats_sql import load_stats
+from .build.stats_meta import PROFILE, apply_stats
+from .load.stats_sql import load_stats
+from .parse.stats_plan import StatsPlan, parse_stats
 
 __all__ = ["PROFILE", "StatsPlan", "apply_stats", "load_stats", "parse_stats"]

@@ -6,10 +6,10 @@ from typing import Any
 
 import orjson
 
+from ..build.stats_meta import PROFILE as STATS_PROFILE
 from ..contract import get_registry
 from ..negotiation import SIDEPOST_EXT
 from ..renderer import MEDIA_TYPE
-from ..stats_meta import PROFILE as STATS_PROFILE
 from ..views import VIEWS
 from .atomic import add_atomic_operations
 from .common import _ERROR_NAMES, ERROR_STATUSES, OPENAPI_VERSION, SECURITY_SCHEME

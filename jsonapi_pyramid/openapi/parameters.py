@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract import ESTIMATED_COUNT, TOTAL_COUNT
-from ..filter_syntax import COUNT_OPERATORS, QUANTIFIERS
-from ..filter_terms import filter_operators
+from ..parse.filter_syntax import COUNT_OPERATORS, QUANTIFIERS
+from ..parse.filter_terms import filter_operators
 from .common import _LIST_FILTERS, _ORDER_FILTERS, _QUANTIFIED, _TEXT_FILTERS, BuilderState, _component_key, _ref
 from .schemas import _column_schema
 from .stats import stats_parameters

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stats_meta import PROFILE
+from ..build.stats_meta import PROFILE
 from ..stats_rules import ORDERED_KINDS, TOTAL
 from .common import _camel, _ref
 from .schemas import _column_schema

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy.orm import RelationshipDirection
 
 from ..durations import parse_duration
-from ..filter_terms import filter_operators
 from ..jsontypes import attribute_sql_type, check_json_type, json_kind
+from ..parse.filter_terms import filter_operators
 from ..schema import enum_choices
 from ..validation import writable_attributes
 

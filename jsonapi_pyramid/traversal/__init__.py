@@ -24,7 +24,7 @@ from ..acl import context_acl
 from ..body import sent_data
 from ..connection import READS
 from ..contract import ResourceDefinition, get_registry
-from ..loading import load_item
+from ..load.loading import load_item
 from ..security import DEFAULT_ROOT_ACL
 
 _FROM_BODY = object()

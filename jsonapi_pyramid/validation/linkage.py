@@ -12,7 +12,7 @@ from sqlalchemy.orm import RelationshipDirection
 
 from ..contract import get_registry
 from ..errors import BadRequest
-from ..idlists import bind_ids, dialect_of, ids_in
+from ..load.idlists import bind_ids, dialect_of, ids_in
 from .common import IDENTIFIER_MEMBERS, Failures, _check_type, _parse, _unknown_members
 
 __all__ = ["Linkage", "max_linkage_items", "read_linkage", "resolve_identifiers", "validate_linkage"]

@@ -7,12 +7,12 @@ from typing import Any
 
 from pyramid.request import Request
 
+from ..build.document import JSONAPI, api_base, linkage_document, page_document, resource_document
 from ..conditional import tag_item
 from ..contract import get_registry
-from ..document import JSONAPI, api_base, linkage_document, page_document, resource_document
-from ..includes import load_document
-from ..loading import Loaded, load_linkage, load_page, load_related_one
-from ..query import parse_query
+from ..load.includes import load_document
+from ..load.loading import Loaded, load_linkage, load_page, load_related_one
+from ..parse.query import parse_query
 
 __all__ = ["api_index", "linkage", "linkage_document", "list_resources", "related", "show"]
 

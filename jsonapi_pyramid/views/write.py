@@ -18,15 +18,15 @@ from pyramid.request import Request
 
 from .. import writes
 from ..body import request_data
+from ..build.document import linkage_document, resource_document
 from ..conditional import etag_of, etags_enabled, tag_answer, tag_body, tag_owner
-from ..document import linkage_document, resource_document
-from ..includes import load_document
-from ..loading import Loaded, load_linkage
+from ..load.includes import load_document
+from ..load.loading import Loaded, load_linkage
+from ..load.stored import load_stored_tagged
 from ..negotiation import SIDEPOST_EXT, content_extensions
+from ..parse.query import parse_query
 from ..prefer import APPLIED, MINIMAL, return_minimal
-from ..query import parse_query
 from ..renderer import dumps
-from ..stored import load_stored_tagged
 from ..writes import Write
 
 

@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy import select, text
 
 from catalog.models import Book, Contribution, Genre, Person, PrintCopy, Publisher
-from jsonapi_pyramid.idlists import bind_ids, ids_in
+from jsonapi_pyramid.load.idlists import bind_ids, ids_in
 
 JSONAPI = "application/vnd.api+json"
 

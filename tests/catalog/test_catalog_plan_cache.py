@@ -3,8 +3,8 @@ UUID-keyed types answer the same from a kept plan as from a fresh one."""
 from __future__ import annotations
 
 from catalog.models import Book, LibraryCard, PrintCopy, Student, Tier
-from jsonapi_pyramid import query
 from jsonapi_pyramid.contract import get_registry
+from jsonapi_pyramid.parse import query
 
 
 def test_kept_plans_answer_as_fresh_ones(api, db, monkeypatch):

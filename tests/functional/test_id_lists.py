@@ -13,7 +13,7 @@ from sqlalchemy import event, insert, select
 from sqlalchemy.dialects import mysql
 
 from jsonapi_blog.models import Comment, User
-from jsonapi_pyramid.idlists import bind_ids, ids_in
+from jsonapi_pyramid.load.idlists import bind_ids, ids_in
 
 
 def test_include_statements_keep_one_sql_text_whatever_the_number_of_parents(api, blog, make_articles, count_statements):

@@ -15,10 +15,10 @@ from jsonapi_blog.models import Article, Token, User
 from jsonapi_blog.throttling import prepare_atomic_signups
 from jsonapi_pyramid import introspection, resources_command
 from jsonapi_pyramid.contract import ResourceOptions
-from jsonapi_pyramid.locking import serialise_set_replaces
 from jsonapi_pyramid.negotiation import ATOMIC_EXT
 from jsonapi_pyramid.pagination import PROFILE
 from jsonapi_pyramid.preconditions import if_match_check
+from jsonapi_pyramid.write.locking import serialise_set_replaces
 
 
 def category(registry, name: str) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jsonapi_pyramid import query
 from jsonapi_pyramid.contract import BoundedCache, get_registry
+from jsonapi_pyramid.parse import query
 
 CURSOR_ACCEPT = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
 

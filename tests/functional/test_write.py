@@ -248,7 +248,7 @@ def test_linkage_lookup_is_one_query_per_relationship(send, blog, make_articles,
         "author": {"data": identifier("users", 999999)}, "tags": {"data": tags + [identifier("tags", 999999)]}}}}
     with count_statements() as statements:
         send("post", "/api/articles", document, 422)
-    # an id list: ``IN (...)``, or ``= ANY(...)`` on PostgreSQL (jsonapi_pyramid.idlists)
+    # an id list: ``IN (...)``, or ``= ANY(...)`` on PostgreSQL (jsonapi_pyramid.load.idlists)
     lookups = [s for s in statements if (" IN " in s.upper() or "= ANY" in s.upper()) and ("tags" in s or "users" in s)]
     assert len(lookups) == 2
 

@@ -15,12 +15,13 @@ import json
 import pathlib
 import re
 import shutil
+import socketserver
 import subprocess
 import threading
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
 from prodtools import make_account
-from waitress.server import create_server
 
 from jsonapi_pyramid import __version__, clientcli
 from jsonapi_pyramid.clientschema import schema_json, schema_of
@@ -120,13 +121,27 @@ def test_misspelt_names_and_wrong_types_do_not_compile(tsc, blog_client, tmp_pat
     assert failing == {f"mistake{index}.ts" for index in range(len(MISTAKES))}, done.stdout
 
 
+class _Server(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
 @pytest.fixture
 def served_blog(wsgi_app):
-    server = create_server(wsgi_app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
+    """The in-process application on an ephemeral port, stopped cleanly: waitress's server closed
+    from another thread while its loop polls the socket raised EBADF in that thread now and then
+    (an unhandled thread exception, an error under ``filterwarnings = error``); the standard
+    library's server stops its loop before the socket is closed."""
+    server = make_server("127.0.0.1", 0, wsgi_app, server_class=_Server, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}"
-    server.close()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
     thread.join(timeout=10)
 
 

@@ -50,20 +50,20 @@ ALLOWED = {
     # waitress has no public loop of one poll: jsonapi_blog/server.py runs its loop as BaseWSGIServer.run does
     ("jsonapi_blog/server.py", "_map"): ("waitress", 2),
     ("jsonapi_blog/server.py", "_exit"): ("public", 1),  # os._exit
-    ("jsonapi_pyramid/tag_linkage.py", "_fields"): ("public", 1),  # Row._fields
+    ("jsonapi_pyramid/load/tag_linkage.py", "_fields"): ("public", 1),  # Row._fields
     ("jsonapi_pyramid/openapi/stats.py", "_param"): ("own", 3),  # openapi.document's builder
     ("jsonapi_pyramid/openapi/stats.py", "_list_param"): ("own", 3),
-    ("jsonapi_pyramid/cursors.py", "_key"): ("own", 1),  # the cursor codec of the same module
-    ("jsonapi_pyramid/cursors.py", "_prefix"): ("own", 1),
+    ("jsonapi_pyramid/parse/cursors.py", "_key"): ("own", 1),  # the cursor codec of the same module
+    ("jsonapi_pyramid/parse/cursors.py", "_prefix"): ("own", 1),
 }
 
 #: Names without an underscore that another package's documentation does not list either (its
 #: internals): (module, name) -> the files importing it. Checked below like the private ones.
 INTERNAL = {
     ("sqlalchemy.engine.result", "result_tuple"): {"jsonapi_pyramid/connection.py", "jsonapi_pyramid/records.py",
-                                                   "jsonapi_pyramid/tag_linkage.py"},
-    ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/filtering.py", "jsonapi_pyramid/sorting.py",
-                                               "jsonapi_pyramid/stats_sql.py"},
+                                                   "jsonapi_pyramid/load/tag_linkage.py"},
+    ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/load/filtering.py", "jsonapi_pyramid/load/sorting.py",
+                                               "jsonapi_pyramid/load/stats_sql.py"},
     ("webob.request", "PATH_SAFE"): {"jsonapi_pyramid/urls.py"},
 }
 

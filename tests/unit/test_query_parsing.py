@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy import Boolean, Date, DateTime, Integer, Numeric, String, Uuid
 
 from jsonapi_pyramid.errors import BadRequest
-from jsonapi_pyramid.filter_terms import parse_timestamp as _parse_timestamp
-from jsonapi_pyramid.filter_terms import parse_value as _parse_value
-from jsonapi_pyramid.query import _parse_page
+from jsonapi_pyramid.parse.filter_terms import parse_timestamp as _parse_timestamp
+from jsonapi_pyramid.parse.filter_terms import parse_value as _parse_value
+from jsonapi_pyramid.parse.query import _parse_page
 
 SETTINGS = {"default_page_size": 20, "max_page_size": 100}
 

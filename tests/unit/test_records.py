@@ -182,7 +182,7 @@ def test_types_that_need_instances_get_instances(transformer, tmp_path):
 def test_include_statements_read_the_parent_id_where_the_relationship_keeps_it(tmp_path):
     from sqlalchemy.dialects import sqlite
 
-    from jsonapi_pyramid.includes import _include_statement
+    from jsonapi_pyramid.load.includes import _include_statement
 
     class _Request:  # the statement cache keeps per-request state on the request
         pass

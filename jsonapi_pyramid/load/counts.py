@@ -20,7 +20,7 @@ from sqlalchemy import func, literal_column, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from .connection import dialect_name, execute
+from ..connection import dialect_name, execute
 
 __all__ = ["count", "estimated_count"]
 

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import Tuple
 from sqlalchemy.types import String
 
-from .connection import connection_of
+from ..connection import connection_of
 
 __all__ = ["bind_ids", "dialect_of", "ids_in"]
 

@@ -45,8 +45,8 @@ from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError, UnmappedColumnError
 
-from .connection import execute
-from .tm_join import FLUSH_LISTENERS
+from ..connection import execute
+from ..tm_join import FLUSH_LISTENERS
 
 __all__ = ["PlainWrites", "resolve_plain_writes"]
 

@@ -19,9 +19,9 @@ from typing import Any
 from pyramid.request import Request
 from sqlalchemy import Enum, Integer, and_, bindparam, false, or_
 
-from .contract import get_registry
-from .cursors import PROFILE, CursorCodec, cursor_scope
-from .schema import enum_choices
+from ..contract import get_registry
+from ..parse.cursors import PROFILE, CursorCodec, cursor_scope
+from ..schema import enum_choices
 
 __all__ = ["CursorPage", "OrderKey", "keyset_criterion", "load_cursor_page"]
 

@@ -32,9 +32,9 @@ from urllib.parse import unquote, urlsplit
 from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
-from .cursors import CursorCodec, collection_scope
-from .errors import BadRequest
-from .identifiers import CompositeId
+from ..errors import BadRequest
+from ..identifiers import CompositeId
+from ..parse.cursors import CursorCodec, collection_scope
 
 __all__ = ["IncludePage", "PageMarks", "PagedMembers", "Window", "include_pages", "member_codec", "page_members",
            "page_parameters", "paged_statement", "related_codec"]

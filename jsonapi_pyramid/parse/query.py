@@ -13,13 +13,13 @@ from urllib.parse import quote, urlencode
 
 from pyramid.request import Request
 
-from .acl import check_restricted_path
-from .contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
+from ..acl import check_restricted_path
+from ..contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
+from ..errors import BadRequest
+from ..load.include_pages import include_pages
 from .cursors import check_cursor_sort, max_size_error, profile_requested
-from .errors import BadRequest
 from .filter_syntax import parse_filters
 from .filter_terms import parse_term
-from .include_pages import include_pages
 from .stats_plan import StatsPlan, parse_stats
 
 __all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters", "with_include"]

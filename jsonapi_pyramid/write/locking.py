@@ -19,7 +19,7 @@ from pyramid.config import Configurator
 from pyramid.request import Request
 from sqlalchemy import and_, select, update
 
-from .connection import dialect_name
+from ..connection import dialect_name
 
 __all__ = ["lock_owner", "serialise_set_replaces"]
 

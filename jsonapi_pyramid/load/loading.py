@@ -26,14 +26,14 @@ from pyramid.request import Request
 from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.sql.elements import BindParameter
 
-from .connection import dialect_name, execute
-from .contract import ResourceDefinition, get_registry
+from ..connection import dialect_name, execute
+from ..contract import ResourceDefinition, get_registry
+from ..identifiers import CompositeId
+from ..parse.query import Page, QueryPlan
 from .counts import count, estimated_count
 from .filtering import filter_parameters, filter_shape, filters_criterion
-from .identifiers import CompositeId
 from .idlists import bind_ids, dialect_of, ids_in
 from .keyset import CursorPage, OrderKey, load_cursor_page
-from .query import Page, QueryPlan
 from .sorting import sort_keys
 from .stats_sql import load_stats
 from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage

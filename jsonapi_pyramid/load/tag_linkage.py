@@ -13,8 +13,8 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.orm import aliased
 
-from .connection import execute
-from .contract import get_registry
+from ..connection import execute
+from ..contract import get_registry
 from .idlists import dialect_of
 
 __all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "read_linkage", "split_linkage"]

@@ -14,12 +14,12 @@ from typing import Any, cast
 from pyramid.request import Request
 from sqlalchemy import select
 
-from .contract import get_registry
-from .identifiers import CompositeId
+from ..contract import get_registry
+from ..identifiers import CompositeId
+from ..parse.query import QueryPlan
 from .idlists import bind_ids, dialect_of, ids_in
 from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
 from .loading import Loaded, load_metas, read_records
-from .query import QueryPlan
 
 __all__ = ["load_document", "load_includes"]
 

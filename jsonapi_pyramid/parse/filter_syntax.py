@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BadRequest
+from ..errors import BadRequest
 
 __all__ = ["COUNT_OPERATORS", "GROUPS", "QUANTIFIERS", "CountTerm", "Group", "Quantified", "parse_filters"]
 

@@ -22,11 +22,11 @@ from sqlalchemy import Boolean, Enum, String, and_, bindparam, false, func, insp
 from sqlalchemy.sql.elements import Tuple
 from sqlalchemy.sql.util import ClauseAdapter
 
-from .connection import dialect_name
-from .contract import ResourceDefinition
-from .filter_syntax import CountTerm, Group, Quantified
-from .filter_terms import FilterTerm
-from .schema import declared_position
+from ..connection import dialect_name
+from ..contract import ResourceDefinition
+from ..parse.filter_syntax import CountTerm, Group, Quantified
+from ..parse.filter_terms import FilterTerm
+from ..schema import declared_position
 
 __all__ = ["bound_filter_value", "declared_order", "filter_criterion", "filter_parameters", "filter_shape",
            "filters_criterion", "related_aggregate", "related_count"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .loading import Loaded
-from .query import QueryPlan
+from ..load.loading import Loaded
+from ..parse.query import QueryPlan
 
 __all__ = ["apply_cursors", "page_links"]
 

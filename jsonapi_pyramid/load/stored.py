@@ -10,8 +10,8 @@ from typing import Any
 from pyramid.request import Request
 from sqlalchemy import select
 
-from .connection import execute
-from .contract import get_registry
+from ..connection import execute
+from ..contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
 from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .durations import parse_duration
-from .errors import BadRequest
-from .schema import column_kind, enum_choices
+from ..durations import parse_duration
+from ..errors import BadRequest
+from ..schema import column_kind, enum_choices
 
 __all__ = ["FILTER_OPERATORS", "FilterTerm", "filter_operators", "parse_term", "parse_value", "path_operators"]
 

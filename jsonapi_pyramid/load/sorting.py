@@ -17,10 +17,10 @@ from sqlalchemy import String, case, inspect, null, type_coerce
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.util import ClauseAdapter
 
-from .connection import dialect_name
+from ..connection import dialect_name
+from ..relationships import Aggregate, relationship_aggregate
 from .filtering import declared_order, related_aggregate, related_count
 from .keyset import OrderKey
-from .relationships import Aggregate, relationship_aggregate
 
 __all__ = ["aggregate_column", "sort_keys"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BadRequest
+from ..errors import BadRequest
 
 __all__ = ["LocalIds", "replace_local_ids", "take_new_lid", "token"]
 

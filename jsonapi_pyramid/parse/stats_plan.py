@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BadRequest
-from .stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
+from ..errors import BadRequest
+from ..stats_rules import FUNCTIONS, ORDERED_KINDS, TOTAL
 
 __all__ = ["StatsPlan", "parse_stats"]
 

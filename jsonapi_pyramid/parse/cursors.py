@@ -27,10 +27,10 @@ from typing import Any
 import orjson
 from pyramid.request import Request
 
-from .durations import duration_text, parse_duration
-from .errors import BadRequest, error_object
-from .relationships import relationship_aggregate
-from .schema import CURSOR_KINDS, column_kind, enum_shown
+from ..durations import duration_text, parse_duration
+from ..errors import BadRequest, error_object
+from ..relationships import relationship_aggregate
+from ..schema import CURSOR_KINDS, column_kind, enum_shown
 
 __all__ = ["ERROR_TYPES", "PROFILE", "CursorCodec", "check_cursor_sort", "collection_scope", "cursor_scope",
            "max_size_error", "profile_requested"]

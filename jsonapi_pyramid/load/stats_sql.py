@@ -26,12 +26,12 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.util import ClauseAdapter
 
-from .connection import dialect_name, execute
-from .errors import BadRequest
-from .identifiers import CompositeId
-from .schema import declared_position, enum_choices, enum_shown
-from .stats_plan import StatsPlan
-from .stats_rules import TOTAL
+from ..connection import dialect_name, execute
+from ..errors import BadRequest
+from ..identifiers import CompositeId
+from ..parse.stats_plan import StatsPlan
+from ..schema import declared_position, enum_choices, enum_shown
+from ..stats_rules import TOTAL
 
 __all__ = ["load_stats"]
 
