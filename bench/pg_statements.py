@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import pathlib
 import sys
 import time
@@ -32,7 +31,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from scenarios import MEDIA, SCENARIOS, WsgiClient, build  # noqa: E402
+from scenarios import MEDIA, WsgiClient, build  # noqa: E402
 
 #: production.ini's settings that change what the database receives (the rest: bench/apps.py)
 PRODUCTION = {
@@ -94,10 +93,9 @@ def instrument_connection(connection, tally: Tally) -> None:
 
 
 def build_ours(url: str, tally: Tally):
+    import apps
     from apps import build_ours as build_app
     from sqlalchemy import event
-
-    import apps
 
     apps.OURS_SETTINGS = {**apps.OURS_SETTINGS, **PRODUCTION}
     app, engine = build_app(url)

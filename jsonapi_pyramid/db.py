@@ -6,8 +6,8 @@ view succeeds, aborted when anything raises, also when an exception view renders
 adds ``request.dbsession``, joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
 GET, HEAD and OPTIONS are not managed by pyramid_tm (``writes_only``; set ``tm.activate_hook`` to
 change which requests it manages): they get one Core connection, ``request.dbconnection``, on
-which the library runs its statements (``connection.py``), and whose database transaction is
-rolled back when the request ends; ``request.dbsession`` on a read is made only when something
+which the library runs its statements (``connection.py``), and whose database transaction ends
+with the request (``read_connection``); ``request.dbsession`` on a read is made only when something
 asks for it, bound to that connection (``read_session``). On a write ``request.dbconnection`` is
 the session's connection, and so it is in scripts (``is_http_read``, ``pshell_setup``). An
 application that manages its own sessions provides ``request.dbsession`` itself (the library then
@@ -27,9 +27,8 @@ transaction each time):
   the failure came before COMMIT was sent: after it the outcome is unknown (a create, repeated,
   could apply twice).
 
-A final answer stays final: when a request already failed for its own reasons (a 4xx: a failed
-precondition, a validation error) and the rollback after it fails too (the primary died
-meanwhile), that answer is given, not retried into a 503: nothing was changed.
+A final answer stays final: a request that failed for its own reasons (a 4xx) whose rollback fails
+too (the primary died meanwhile) gets that answer, not a retry into a 503: nothing was changed.
 
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
 request waits a random few milliseconds before the next attempt, doubling each time (at most
@@ -235,19 +234,15 @@ def _collided(exc: Any) -> bool:
 
 
 def _back_off(attempt: int) -> None:
-    # Requests that collided would collide again if all ran again at once: wait a random 0-10 ms
-    # after the first attempt, 0-20 after the second, ... at most 0-640 ms.
+    # Requests that collided would collide again if all ran again at once: wait 0-10 ms, 0-20, ... at most 0-640 ms.
     time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))
-
-
-SAFE_METHODS = READS
 
 
 def writes_only(request: Request) -> bool:
     """pyramid_tm's activate hook: a transaction for the methods that may write. A read runs its
-    statements in one database transaction all the same (its connection's), rolled back at its end
-    (``read_connection``), without the two-phase commit machinery a read has no use for."""
-    return request.method not in SAFE_METHODS
+    statements in one database transaction all the same (its connection's, ended by
+    ``read_connection``), without the two-phase commit machinery a read has no use for."""
+    return request.method not in READS
 
 
 def is_http_read(request: Request) -> bool:
@@ -261,8 +256,9 @@ def is_http_read(request: Request) -> bool:
 def read_connection(request: Request) -> Any:
     """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
-    when something asks for one. Closed when the request is finished, which rolls its database
-    transaction back; changes a read flushed through the session are rolled back too, with a
+    when something asks for one. When the request is finished its transaction is committed if the
+    read flushed nothing through the session and raised nothing (for a read COMMIT costs what ROLLBACK
+    does, and psycopg drops its prepared statements at a ROLLBACK), else rolled back, a flush with a
     warning: writes belong to POST, PATCH and DELETE."""
     connection = _replica_connection(request)
     if connection is None:
@@ -270,14 +266,17 @@ def read_connection(request: Request) -> Any:
 
     def close(request: Request) -> None:
         session = request.__dict__.get("dbsession")
+        flushed = session is not None and session.info.get(tm_join.FLUSHED)
         if session is not None:
-            if session.info.get(tm_join.FLUSHED):
+            if flushed:
                 log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
-        try:
-            connection.close()  # a rollback: it fails when the connection was lost, which the answer already said
+        try:  # either fails when the connection was lost, which the answer already said
+            if not flushed and getattr(request, "exception", None) is None and connection.in_transaction():
+                connection.commit()
+            connection.close()  # a rollback when still in the transaction
         except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
             log.info("closing a read's connection failed (%s): it is discarded", exc.__class__.__name__)
             with contextlib.suppress(Exception):

@@ -119,3 +119,82 @@ def test_context_entity_on_a_read_is_the_instance_loaded_on_first_use(database_u
     assert record.user_id == article.user_id and record.id == article.id
     assert record[0] == article.id  # the record's columns first: positional readers stay valid
     assert {"user_id", "status", "created_at"} <= set(record._fields)
+
+
+@pytest.fixture
+def endings(engine):
+    """``with endings() as ended: ...``: "commit" or "rollback" for each database transaction of
+    the application's connections that ended while the block ran."""
+
+    @contextlib.contextmanager
+    def noting():
+        ended: list[str] = []
+        listeners = {name: (lambda conn, name=name: ended.append(name)) for name in ("commit", "rollback")}
+        for name, listener in listeners.items():
+            event.listen(engine, name, listener)
+        try:
+            yield ended
+        finally:
+            for name, listener in listeners.items():
+                event.remove(engine, name, listener)
+
+    return noting
+
+
+def test_a_read_that_changed_nothing_commits_and_others_roll_back(api, blog, auth_headers, endings):
+    """A read's transaction ends with COMMIT when it changed nothing: for a read COMMIT and ROLLBACK
+    cost the database the same, and psycopg drops its prepared statements at a ROLLBACK (every read
+    then plans its statements again). A read that failed is rolled back."""
+    article, headers = blog["hello"], auth_headers(blog["alice"])
+    with endings() as ended:
+        api.get(f"/api/articles/{article.id}?include=comments.author")
+        api.get("/api/articles?include=author&page[size]=2", headers=headers)
+    assert ended == ["commit", "commit"]
+    with endings() as ended:
+        api.get("/api/articles?filter[nope]=1", status=400)
+    assert ended in ([], ["rollback"])  # refused before a statement (nothing begun), or rolled back
+
+
+def test_a_read_that_flushed_is_rolled_back(database_url, blog, db, caplog):
+    """A read that flushed a change by mistake leaves nothing behind (and is logged), also now that
+    reads which changed nothing commit."""
+    from jsonapi_blog.models import Tag
+
+    def flush(context, request):
+        request.dbsession.add(Tag(name="left-behind"))
+        request.dbsession.flush()
+        return Response(json_body={})
+
+    from jsonapi_blog.models import Article
+
+    app = blog_parts_app(database_url, lambda config: config.add_jsonapi_operation(
+        Article, "flush", flush, request_method="GET", permission=Permission.VIEW))
+    try:
+        TestApp(app, extra_environ={"HTTP_HOST": "example.test"}).get(f"/api/articles/{blog['hello'].id}/flush")
+    finally:
+        app.registry["db.engine"].dispose()
+    assert db.query(Tag).filter_by(name="left-behind").count() == 0
+    assert "changed the database in a read: rolled back" in caplog.text
+
+
+def test_a_read_keeps_the_drivers_prepared_statements(database_url, blog, backend):
+    """PostgreSQL: psycopg prepares a statement run five times on a connection; reads that end
+    with COMMIT keep those prepared statements, so the database plans a read's statements once."""
+    if backend != "postgresql":
+        pytest.skip("psycopg's prepared statements: PostgreSQL")
+    from sqlalchemy import text
+
+    from jsonapi_blog import main
+    from tests.conftest import APP_SETTINGS
+
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "sqlalchemy.pool_size": "1", "sqlalchemy.max_overflow": "0"})
+    engine = app.registry["db.engine"]
+    try:
+        test_app = TestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        for _ in range(7):
+            test_app.get(f"/api/articles/{blog['hello'].id}?include=comments.author")
+        with engine.connect() as connection:  # the one connection the reads used
+            prepared = connection.execute(text("SELECT count(*) FROM pg_prepared_statements")).scalar()
+    finally:
+        engine.dispose()
+    assert prepared >= 3  # the item, its comments, their authors
