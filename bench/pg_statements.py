@@ -38,6 +38,7 @@ PRODUCTION = {
     "sqlalchemy.pool_size": "8",
     "sqlalchemy.max_overflow": "4",
     "sqlalchemy.pool_pre_ping": "true",
+    "jsonapi.pool_ping_after_seconds": "5",
     "sqlalchemy.pool_recycle": "1800",
     "jsonapi.statement_timeout_ms": "5000",
     "jsonapi.pool_timeout_seconds": "10",

@@ -65,14 +65,14 @@ from .deadlines import bound_statement_time, engine_options, statement_timeout_m
 from .health import health_view
 from .hints import missing_driver
 from .negotiation import bound_body
+from .pings import ping_options, ping_when_idle
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
 
 log = logging.getLogger(__name__)
 
 _READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
-#: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40 (40001,
-#: 40P01), 23505, 23503, 25006; 08 connection exception, 57P operator intervention (57P01, 57P03).
+#: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40, 23505, 23503, 25006; 08, 57P.
 _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
@@ -80,13 +80,13 @@ _FINAL = "jsonapi.final_answer"
 
 
 def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
-    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
-    (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
+    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py`` and the pings of ``pings.py``."""
     try:
-        engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+        engine = engine_from_config(settings, prefix, **engine_options(settings, prefix), **ping_options(settings, prefix))
     except ModuleNotFoundError as error:  # the URL's driver is not installed: say what installs it
         raise missing_driver(f"{prefix}url", str(settings.get(f"{prefix}url")), str(error.name)) from None
     bound_statement_time(engine, statement_timeout_ms(settings))
+    ping_when_idle(engine, settings, prefix)  # pool_pre_ping: only after a while in the pool (pings.py)
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
