@@ -60,7 +60,7 @@ from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS, utc_sessions
+from .connection import READS, utc_sessions, with_transaction, without_transaction
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .hints import missing_driver
@@ -102,9 +102,8 @@ def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
 
 
 def _standby_is_a_lost_connection(context: Any) -> None:
-    # After a failover, pooled connections to the demoted primary answer every write with 25006:
-    # treating it as a disconnect makes SQLAlchemy discard them all, so the retry reconnects to
-    # the new primary.
+    # After a failover, pooled connections to the demoted primary answer every write with 25006: as a
+    # disconnect, SQLAlchemy discards them all, so the retry reconnects to the new primary.
     if getattr(context.original_exception, "sqlstate", None) == _READ_ONLY:
         context.is_disconnect = True
 
@@ -260,9 +259,8 @@ def read_connection(request: Request) -> Any:
     read flushed nothing through the session and raised nothing (for a read COMMIT costs what ROLLBACK
     does, and psycopg drops its prepared statements at a ROLLBACK), else rolled back, a flush with a
     warning: writes belong to POST, PATCH and DELETE."""
-    connection = _replica_connection(request)
-    if connection is None:
-        connection = request.registry["db.engine"].connect()
+    connection = _replica_connection(request) or request.registry["db.engine"].connect()
+    without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
 
     def close(request: Request) -> None:
         session = request.__dict__.get("dbsession")
@@ -274,6 +272,7 @@ def read_connection(request: Request) -> Any:
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
         try:  # either fails when the connection was lost, which the answer already said
+            with_transaction(connection)
             if not flushed and getattr(request, "exception", None) is None and connection.in_transaction():
                 connection.commit()
             connection.close()  # a rollback when still in the transaction
@@ -293,6 +292,7 @@ def read_session(session_factory: Any, request: Request) -> Any:
     statement has begun it yet, so that it is the connection's: the session joins it
     (``rollback_only``) and its close never rolls it back; the connection's close does, once."""
     connection = request.dbconnection
+    with_transaction(connection)  # a session may flush: in a transaction, so that it is rolled back
     if not connection.in_transaction():
         connection.begin()
     return session_factory(info={"request": request}, bind=connection, join_transaction_mode="rollback_only")

@@ -198,3 +198,53 @@ def test_a_read_keeps_the_drivers_prepared_statements(database_url, blog, backen
     finally:
         engine.dispose()
     assert prepared >= 3  # the item, its comments, their authors
+
+
+def _transaction_states(database_url, article_id, settings=None):
+    """What a custom GET operation sees of its DBAPI connection after one statement: the
+    transaction status without a session, then after asking for ``request.dbsession``."""
+    from pyramid.config import Configurator
+    from sqlalchemy import text
+
+    from jsonapi_blog.models import Article
+    from tests.conftest import APP_SETTINGS
+
+    def peek(context, request):
+        states = []
+        for step in ("connection", "session"):
+            if step == "session":
+                request.dbsession.execute(text("SELECT 1"))
+            else:
+                request.dbconnection.execute(text("SELECT 1"))
+            states.append(request.dbconnection.connection.dbapi_connection.info.transaction_status.name)
+        return Response(json_body=states)
+
+    with Configurator(settings={**APP_SETTINGS, "sqlalchemy.url": database_url, **(settings or {})}) as config:
+        config.include("jsonapi_pyramid.db")
+        config.include("jsonapi_pyramid")
+        config.include("jsonapi_blog.passwords")
+        config.include("jsonapi_blog.resources")
+        config.include("jsonapi_blog.security")
+        config.add_jsonapi_operation(Article, "peek", peek, request_method="GET", permission=Permission.VIEW)
+    app = config.make_wsgi_app()
+    try:
+        return TestApp(app, extra_environ={"HTTP_HOST": "example.test"}).get(f"/api/articles/{article_id}/peek").json
+    finally:
+        app.registry["db.engine"].dispose()
+
+
+def test_a_read_at_read_committed_runs_without_a_transaction_block_until_it_takes_a_session(database_url, backend, blog):
+    """PostgreSQL at READ COMMITTED (every statement reads its own snapshot anyway): a read's
+    statements run without BEGIN and COMMIT; once it asks for a session, which may flush, they run
+    in a transaction (rolled back at the end when it flushed)."""
+    if backend != "postgresql":
+        pytest.skip("transaction blocks of psycopg: PostgreSQL")
+    assert _transaction_states(database_url, blog["hello"].id) == ["IDLE", "INTRANS"]
+
+
+def test_a_read_at_repeatable_read_keeps_its_transaction(database_url, backend, blog):
+    """At REPEATABLE READ or SERIALIZABLE a read's statements read one snapshot: one transaction."""
+    if backend != "postgresql":
+        pytest.skip("transaction blocks of psycopg: PostgreSQL")
+    states = _transaction_states(database_url, blog["hello"].id, {"sqlalchemy.isolation_level": "REPEATABLE READ"})
+    assert states == ["INTRANS", "INTRANS"]
