@@ -31,6 +31,8 @@ def test_include_statements_keep_one_sql_text_whatever_the_number_of_parents(api
         assert texts[0][1:] == texts[1][1:] == texts[2][1:]  # one SQL text per include path, whatever the count
         assert all("jsonapi_parent_ids" in text for text in texts[0][1:])
         assert all("jsonapi_parent_ids" not in text and "jsonapi_parent_id" in text for text in texts[3][1:])
+        # comments have a visibility rule (their article's): still one parent's are read by their key
+        assert "comments.article_id = " in texts[3][1] and "articles_1" not in texts[3][1]
 
 
 def test_a_short_id_list_is_padded_to_the_length_postgresql_plans_for():
