@@ -41,6 +41,7 @@ from .hints import did_you_mean
 from .load.loading import count_of
 from .negotiation import ATOMIC_EXT
 from .pagination import PROFILE as CURSOR_PROFILE
+from .pings import PING_AFTER
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
@@ -191,7 +192,7 @@ def parse_settings(settings: Any) -> dict[Any, Any]:
 
 
 def _warn_unknown(settings: Any) -> None:
-    known = {f"jsonapi.{key}" for key in DEFAULTS} | {STATEMENT_TIMEOUT, POOL_TIMEOUT}
+    known = {f"jsonapi.{key}" for key in DEFAULTS} | {STATEMENT_TIMEOUT, POOL_TIMEOUT, PING_AFTER}
     for name in sorted(name for name in settings if isinstance(name, str) and name.startswith("jsonapi.")):
         if name not in known:
             hint = did_you_mean(name, known, prefix="jsonapi.") or "; docs/settings.rst lists them"

@@ -28,7 +28,7 @@ from sqlalchemy.engine.interfaces import BindTyping
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions", "with_transaction", "without_transaction"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -92,7 +92,30 @@ def _utc_session(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.commit()  # the session default of this connection, not one transaction's
 
 
+def without_transaction(connection: Any) -> None:
+    """A read's connection on PostgreSQL at READ COMMITTED (psycopg): its statements run without a
+    transaction block (the DBAPI connection's ``autocommit``), sparing the database a ``BEGIN``
+    and a ``COMMIT`` per read. At READ COMMITTED every statement reads its own snapshot, in a
+    transaction block or not; at REPEATABLE READ or SERIALIZABLE a read keeps its transaction,
+    so that its statements read one snapshot. ``with_transaction`` undoes it."""
+    dialect = connection.dialect
+    if dialect.driver in _AUTOCOMMIT_DRIVERS and dialect.default_isolation_level == "READ COMMITTED":
+        connection.connection.dbapi_connection.autocommit = True
+        connection.info[_WITHOUT_TRANSACTION] = True
+
+
+def with_transaction(connection: Any) -> None:
+    """The statements that follow run in a transaction again (``without_transaction``): a read's
+    session, which may flush, runs in one (rolled back at the read's end when it flushed)."""
+    if connection.info.pop(_WITHOUT_TRANSACTION, False):
+        dbapi_connection = connection.connection.dbapi_connection
+        if dbapi_connection is not None:
+            dbapi_connection.autocommit = False
+
+
 _NEW = object()
+_AUTOCOMMIT_DRIVERS = frozenset(("psycopg", "psycopg2"))
+_WITHOUT_TRANSACTION = "jsonapi.without_transaction"
 
 
 class _Rows(list[Any]):

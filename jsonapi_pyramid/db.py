@@ -6,8 +6,8 @@ view succeeds, aborted when anything raises, also when an exception view renders
 adds ``request.dbsession``, joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
 GET, HEAD and OPTIONS are not managed by pyramid_tm (``writes_only``; set ``tm.activate_hook`` to
 change which requests it manages): they get one Core connection, ``request.dbconnection``, on
-which the library runs its statements (``connection.py``), and whose database transaction is
-rolled back when the request ends; ``request.dbsession`` on a read is made only when something
+which the library runs its statements (``connection.py``), and whose database transaction ends
+with the request (``read_connection``); ``request.dbsession`` on a read is made only when something
 asks for it, bound to that connection (``read_session``). On a write ``request.dbconnection`` is
 the session's connection, and so it is in scripts (``is_http_read``, ``pshell_setup``). An
 application that manages its own sessions provides ``request.dbsession`` itself (the library then
@@ -27,9 +27,8 @@ transaction each time):
   the failure came before COMMIT was sent: after it the outcome is unknown (a create, repeated,
   could apply twice).
 
-A final answer stays final: when a request already failed for its own reasons (a 4xx: a failed
-precondition, a validation error) and the rollback after it fails too (the primary died
-meanwhile), that answer is given, not retried into a 503: nothing was changed.
+A final answer stays final: a request that failed for its own reasons (a 4xx) whose rollback fails
+too (the primary died meanwhile) gets that answer, not a retry into a 503: nothing was changed.
 
 After a collision with a concurrent transaction (all but the connection errors and 25006) the
 request waits a random few milliseconds before the next attempt, doubling each time (at most
@@ -61,19 +60,19 @@ from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS, utc_sessions
+from .connection import READS, utc_sessions, with_transaction, without_transaction
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .hints import missing_driver
 from .negotiation import bound_body
+from .pings import ping_options, ping_when_idle
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
 
 log = logging.getLogger(__name__)
 
 _READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
-#: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40 (40001,
-#: 40P01), 23505, 23503, 25006; 08 connection exception, 57P operator intervention (57P01, 57P03).
+#: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40, 23505, 23503, 25006; 08, 57P.
 _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
 _COMMIT_STARTED = "jsonapi.commit_started"
@@ -81,13 +80,13 @@ _FINAL = "jsonapi.final_answer"
 
 
 def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
-    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py``
-    (``jsonapi.statement_timeout_ms``, ``jsonapi.pool_timeout_seconds``)."""
+    """The engine of the ``sqlalchemy.*`` settings, with the deadlines of ``deadlines.py`` and the pings of ``pings.py``."""
     try:
-        engine = engine_from_config(settings, prefix, **engine_options(settings, prefix))
+        engine = engine_from_config(settings, prefix, **engine_options(settings, prefix), **ping_options(settings, prefix))
     except ModuleNotFoundError as error:  # the URL's driver is not installed: say what installs it
         raise missing_driver(f"{prefix}url", str(settings.get(f"{prefix}url")), str(error.name)) from None
     bound_statement_time(engine, statement_timeout_ms(settings))
+    ping_when_idle(engine, settings, prefix)  # pool_pre_ping: only after a while in the pool (pings.py)
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
@@ -103,9 +102,8 @@ def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
 
 
 def _standby_is_a_lost_connection(context: Any) -> None:
-    # After a failover, pooled connections to the demoted primary answer every write with 25006:
-    # treating it as a disconnect makes SQLAlchemy discard them all, so the retry reconnects to
-    # the new primary.
+    # After a failover, pooled connections to the demoted primary answer every write with 25006: as a
+    # disconnect, SQLAlchemy discards them all, so the retry reconnects to the new primary.
     if getattr(context.original_exception, "sqlstate", None) == _READ_ONLY:
         context.is_disconnect = True
 
@@ -235,19 +233,15 @@ def _collided(exc: Any) -> bool:
 
 
 def _back_off(attempt: int) -> None:
-    # Requests that collided would collide again if all ran again at once: wait a random 0-10 ms
-    # after the first attempt, 0-20 after the second, ... at most 0-640 ms.
+    # Requests that collided would collide again if all ran again at once: wait 0-10 ms, 0-20, ... at most 0-640 ms.
     time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 6)))
-
-
-SAFE_METHODS = READS
 
 
 def writes_only(request: Request) -> bool:
     """pyramid_tm's activate hook: a transaction for the methods that may write. A read runs its
-    statements in one database transaction all the same (its connection's), rolled back at its end
-    (``read_connection``), without the two-phase commit machinery a read has no use for."""
-    return request.method not in SAFE_METHODS
+    statements in one database transaction all the same (its connection's, ended by
+    ``read_connection``), without the two-phase commit machinery a read has no use for."""
+    return request.method not in READS
 
 
 def is_http_read(request: Request) -> bool:
@@ -261,23 +255,27 @@ def is_http_read(request: Request) -> bool:
 def read_connection(request: Request) -> Any:
     """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
-    when something asks for one. Closed when the request is finished, which rolls its database
-    transaction back; changes a read flushed through the session are rolled back too, with a
+    when something asks for one. When the request is finished its transaction is committed if the
+    read flushed nothing through the session and raised nothing (for a read COMMIT costs what ROLLBACK
+    does, and psycopg drops its prepared statements at a ROLLBACK), else rolled back, a flush with a
     warning: writes belong to POST, PATCH and DELETE."""
-    connection = _replica_connection(request)
-    if connection is None:
-        connection = request.registry["db.engine"].connect()
+    connection = _replica_connection(request) or request.registry["db.engine"].connect()
+    without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
 
     def close(request: Request) -> None:
         session = request.__dict__.get("dbsession")
+        flushed = session is not None and session.info.get(tm_join.FLUSHED)
         if session is not None:
-            if session.info.get(tm_join.FLUSHED):
+            if flushed:
                 log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
-        try:
-            connection.close()  # a rollback: it fails when the connection was lost, which the answer already said
+        try:  # either fails when the connection was lost, which the answer already said
+            with_transaction(connection)
+            if not flushed and getattr(request, "exception", None) is None and connection.in_transaction():
+                connection.commit()
+            connection.close()  # a rollback when still in the transaction
         except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
             log.info("closing a read's connection failed (%s): it is discarded", exc.__class__.__name__)
             with contextlib.suppress(Exception):
@@ -294,6 +292,7 @@ def read_session(session_factory: Any, request: Request) -> Any:
     statement has begun it yet, so that it is the connection's: the session joins it
     (``rollback_only``) and its close never rolls it back; the connection's close does, once."""
     connection = request.dbconnection
+    with_transaction(connection)  # a session may flush: in a transaction, so that it is rolled back
     if not connection.in_transaction():
         connection.begin()
     return session_factory(info={"request": request}, bind=connection, join_transaction_mode="rollback_only")

@@ -25,7 +25,7 @@ from pyramid.exceptions import ConfigurationError
 from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 
-__all__ = ["bound_statement_time", "engine_options", "statement_timed_out", "statement_timeout_ms"]
+__all__ = ["bound_statement_time", "engine_options", "number_setting", "statement_timed_out", "statement_timeout_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ _SQLITE_STEPS = 1000
 _DEADLINE = "jsonapi.deadline"
 
 
-def _number(settings: Any, name: str, default: Any, kind: Any) -> Any:
+def number_setting(settings: Any, name: str, default: Any, kind: Any) -> Any:
     raw = settings.get(name, default)
     try:
         value = kind(raw)
@@ -51,7 +51,7 @@ def _number(settings: Any, name: str, default: Any, kind: Any) -> Any:
 
 def statement_timeout_ms(settings: Any) -> int:
     """The statement deadline in milliseconds, 0 for none."""
-    return cast("int", _number(settings, STATEMENT_TIMEOUT, 0, int))
+    return cast("int", number_setting(settings, STATEMENT_TIMEOUT, 0, int))
 
 
 def engine_options(settings: Any, prefix: str = "sqlalchemy.") -> dict[Any, Any]:
@@ -60,7 +60,7 @@ def engine_options(settings: Any, prefix: str = "sqlalchemy.") -> dict[Any, Any]
         return {}
     if settings.get(f"{prefix}pool_timeout") not in (None, ""):
         raise ConfigurationError(f"set {POOL_TIMEOUT} or {prefix}pool_timeout, not both")
-    seconds = _number(settings, POOL_TIMEOUT, None, float)
+    seconds = number_setting(settings, POOL_TIMEOUT, None, float)
     if seconds <= 0:
         raise ConfigurationError(f"{POOL_TIMEOUT} must be positive")
     return {"pool_timeout": seconds}

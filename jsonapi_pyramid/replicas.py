@@ -38,6 +38,7 @@ from sqlalchemy.exc import DBAPIError
 
 from .connection import utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
+from .pings import ping_options, ping_when_idle
 
 __all__ = ["ON_PRIMARY", "POSITION_COOKIE", "POSITION_HEADER", "note_committed_earlier", "position_tween_factory",
            "read_connection"]
@@ -60,8 +61,9 @@ def read_engine(settings: Any) -> Any:
     url = (settings.get("db.read_url") or "").strip()
     if not url:
         return None
-    engine = engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.", **engine_options(settings))
-    bound_statement_time(engine, statement_timeout_ms(settings))  # the same deadlines as the primary's
+    engine = engine_from_config({**settings, "sqlalchemy.url": url}, "sqlalchemy.", **engine_options(settings), **ping_options(settings))
+    bound_statement_time(engine, statement_timeout_ms(settings))  # the same deadlines and pings as the primary's
+    ping_when_idle(engine, settings)
     utc_sessions(engine)
     return engine
 

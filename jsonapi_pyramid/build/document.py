@@ -30,12 +30,12 @@ from pyramid.traversal import find_interface, resource_path
 from ..contract import ResourceDefinition, get_registry
 from ..load.include_pages import PagedMembers
 from ..load.loading import Loaded
-from .page_links import apply_cursors, page_links
 from ..parse.query import QueryPlan
-from .stats_meta import apply_stats
 from ..transformer import Transformer
 from ..traversal import ApiRoot
 from ..urls import request_urls
+from .page_links import apply_cursors, page_links
+from .stats_meta import apply_stats
 
 __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
 

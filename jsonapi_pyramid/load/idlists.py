@@ -38,6 +38,8 @@ from ..connection import connection_of
 __all__ = ["bind_ids", "dialect_of", "ids_in"]
 
 _DIALECT = "jsonapi.dialect"
+#: the length PostgreSQL's planner assumes for an array bound as a parameter (``bind_ids``)
+_PLANNED_LENGTH = 10
 #: Python types of keys whose SQLite values (after the type's bind processor) are JSON numbers or strings
 _JSON_KEYS = (int, str, uuid.UUID)
 
@@ -78,8 +80,17 @@ def ids_in(column: Any, name: str, dialect: Dialect) -> Any:
 
 
 def bind_ids(column: Any, values: Any, dialect: Dialect) -> Any:
-    """The value of the parameter of ``ids_in(column, name, dialect)`` for the ids ``values``."""
-    if _form(column, dialect) != "json":
+    """The value of the parameter of ``ids_in(column, name, dialect)`` for the ids ``values``.
+
+    On PostgreSQL a list of fewer than ten ids is padded to ten with its last id (``= ANY`` is
+    unchanged by a repeated value): the planner's generic plan of a prepared statement assumes a
+    bound array of ten elements, so a shorter list made its custom plan look cheaper, and PostgreSQL
+    planned the statement again on every run instead of reusing its generic plan."""
+    form = _form(column, dialect)
+    if form == "array":
+        values = list(values)
+        return values + values[-1:] * (_PLANNED_LENGTH - len(values)) if values else values
+    if form != "json":
         return list(values)
     process = column.type.dialect_impl(dialect).bind_processor(dialect)  # what SQLAlchemy applies to one value
     return orjson.dumps(list(values) if process is None else [process(value) for value in values]).decode()

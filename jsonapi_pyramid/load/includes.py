@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from pyramid.request import Request
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from ..contract import get_registry
 from ..identifiers import CompositeId
@@ -60,7 +60,10 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
     get_id = definition.id_of
     parent_ids = [get_id(parent) for parent in parents]
     dialect = dialect_of(request)
-    parameters = {"jsonapi_parent_ids": bind_ids(definition.id_key.listed(), set(parent_ids), dialect)}
+    distinct = set(parent_ids)
+    one = len(distinct) == 1 and not definition.id_key.composite  # one parent: compared, not listed (_include_base)
+    parameters = ({"jsonapi_parent_id": parent_ids[0]} if one
+                  else {"jsonapi_parent_ids": bind_ids(definition.id_key.listed(), distinct, dialect)})
     # the rows of a polymorphic base are shown (and their linkage kept) under their own types
     parent_types = {get_id(p): definition.definition_of(p).type for p in parents} if definition.subtypes else None
     statements = get_registry(request).statements
@@ -68,7 +71,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         relationship = definition.relationships[name]
         target = relationship.target_definition
         page = pages.get(prefix + name)
-        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page, dialect)
+        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page, (dialect, one))
         child_id = target.id_of
         marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
         cursors = marks if marks is not None and marks.codec is not None else None  # marks members and edges
@@ -107,34 +110,37 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
 
 
 def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any,
-                   page: Any, dialect: Any) -> tuple[list[Any], dict[Any, Any] | None]:
+                   page: Any, shape: tuple[Any, bool]) -> tuple[list[Any], dict[Any, Any] | None]:
     """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
-    ``IncludePage``) each parent's ``Window`` (count, and where its page lies); one statement either way."""
+    ``IncludePage``) each parent's ``Window`` (count, and where its page lies); one statement either way.
+    ``shape``: the dialect, and whether there is one parent (``_include_base``)."""
     target = relationship.target_definition
     records = target.record_columns is not None
     parameters = dict(parameters)  # with this node's visibility values
     parents = len(definition.id_key.attributes)  # a composite parent id is read as its columns
     if page is None:
-        statement = statements.get(request, ("include", definition, relationship.name, dialect.name),
-                                   lambda: _include_statement(request, statements, definition, relationship, dialect), parameters)
+        statement = statements.get(request, ("include", definition, relationship.name, shape[0].name, shape[1]),
+                                   lambda: _include_statement(request, statements, definition, relationship, shape), parameters)
         if records:  # (*record columns, parent id)
             if parents > 1:
                 return [(CompositeId(row[-parents:]), row) for row in read_records(request, statement, parameters)], None
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
         rows = request.dbsession.execute(statement, parameters).all()  # (parent id, instance)
         return (rows if parents == 1 else [(CompositeId(row[:parents]), row[parents]) for row in rows]), None
-    statement = statements.get(request, ("include paged", definition, relationship.name, page.shape, dialect.name), lambda: paged_statement(
-        _include_statement(request, statements, definition, relationship, dialect), target, records, page.shape, parents), parameters)
+    key = ("include paged", definition, relationship.name, page.shape, shape[0].name, shape[1])
+    statement = statements.get(request, key, lambda: paged_statement(
+        _include_statement(request, statements, definition, relationship, shape), target, records, page.shape, parents), parameters)
     parameters.update(page_parameters(page))
     rows = read_records(request, statement, parameters) if records else request.dbsession.execute(statement, parameters).all()
     return page_members(rows, records, page, parents)
 
 
-def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any, dialect: Any) -> Any:
-    """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one
-    relationship (the list bound as one parameter where the dialect allows: ``idlists``), built once per
-    application and dialect (kept in ``statements``; visibility is added per read). A target read as records
-    selects the record's columns and the parent id last; else (parent id, instance).
+def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any, shape: tuple[Any, bool]) -> Any:
+    """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one relationship
+    (the list bound as one parameter where the dialect allows: ``idlists``; ``= :jsonapi_parent_id`` for one
+    parent), built once per application and ``shape`` (the dialect, and whether there is one parent; kept in
+    ``statements``; visibility is added per read). A target read as records selects the record's columns
+    and the parent id last; else (parent id, instance).
 
     For a target without a visibility rule the parent id is read where the relationship keeps it
     (``relationship.kept_parent_id``): the target's foreign key, or the association table's, so the statement
@@ -144,17 +150,21 @@ def _include_statement(request: Request, statements: Any, definition: Any, relat
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    statement = statements.get(request, ("include base", definition, relationship.name, dialect.name),
-                               lambda: _include_base(definition, relationship, dialect))
+    statement = statements.get(request, ("include base", definition, relationship.name, shape[0].name, shape[1]),
+                               lambda: _include_base(definition, relationship, *shape))
     criterion = relationship.target_definition.visibility(request)
     return statement if criterion is None else statement.where(criterion)
 
 
-def _include_base(definition: Any, relationship: Any, dialect: Any) -> Any:
-    """The statement of ``_include_statement`` without visibility."""
+def _include_base(definition: Any, relationship: Any, dialect: Any, one: bool = False) -> Any:
+    """The statement of ``_include_statement`` without visibility. ``one``: of one parent, whose id is
+    compared (``= :jsonapi_parent_id``) rather than listed: PostgreSQL plans a statement with an id
+    list bound as one array for every run when the list is short (its generic plan assumes ten ids),
+    and a prepared one with ``=`` once. One parent's members are read where the relationship keeps
+    its id even under a visibility rule: the planner starts from that id's index."""
     target = relationship.target_definition
     target_id = target.id_key.selected(target.model)
-    parent_id, association = (None, None) if target.visible is not None else relationship.kept_parent_id
+    parent_id, association = (None, None) if target.visible is not None and not one else relationship.kept_parent_id
     if parent_id is None:
         owner = definition.owner
         parent_id, parent_columns = definition.id_key.sql(owner), definition.id_key.selected(owner)
@@ -170,9 +180,5 @@ def _include_base(definition: Any, relationship: Any, dialect: Any) -> Any:
         columns = (*target.record_columns, parent_id.label("jsonapi_parent_id"))
     else:  # a composite parent id: its columns last, in order
         columns = (*target.record_columns, *(column.label(f"jsonapi_parent_id_{index}") for index, column in enumerate(parent_columns)))
-    statement = (
-        start.add_columns(*columns)
-        .where(ids_in(parent_id, "jsonapi_parent_ids", dialect))
-        .order_by(*parent_columns, *target_id)
-    )
-    return statement
+    where = parent_id == bindparam("jsonapi_parent_id", type_=parent_id.type) if one else ids_in(parent_id, "jsonapi_parent_ids", dialect)
+    return start.add_columns(*columns).where(where).order_by(*parent_columns, *target_id)

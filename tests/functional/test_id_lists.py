@@ -17,15 +17,35 @@ from jsonapi_pyramid.load.idlists import bind_ids, ids_in
 
 
 def test_include_statements_keep_one_sql_text_whatever_the_number_of_parents(api, blog, make_articles, count_statements):
+    """One SQL text per include path for any number of parents, and one more for a single parent,
+    whose id is compared (``= :jsonapi_parent_id``), not listed: PostgreSQL keeps one generic plan
+    of it, where a short bound list made it plan every run (``includes._include_base``)."""
     make_articles(12, blog["bob"])
     texts = []
-    for size in ("1", "3", "12"):
+    for size in ("2", "3", "12", "1"):
         with count_statements() as statements:
-            api.get("/api/articles", params={"page[size]": size, "include": "comments.author,tags"})
+            api.get("/api/articles", params={"page[size]": size, "include": "comments,tags"})
         texts.append(statements)
-    assert len(texts[0]) == len(texts[1]) == len(texts[2]) == 4  # the page and one statement per include path
+    assert [len(statements) for statements in texts] == [3, 3, 3, 3]  # the page and one statement per include path
     if api.app.registry["db.engine"].dialect.name in ("sqlite", "postgresql"):
         assert texts[0][1:] == texts[1][1:] == texts[2][1:]  # one SQL text per include path, whatever the count
+        assert all("jsonapi_parent_ids" in text for text in texts[0][1:])
+        assert all("jsonapi_parent_ids" not in text and "jsonapi_parent_id" in text for text in texts[3][1:])
+        # comments have a visibility rule (their article's): still one parent's are read by their key
+        assert "comments.article_id = " in texts[3][1] and "articles_1" not in texts[3][1]
+
+
+def test_a_short_id_list_is_padded_to_the_length_postgresql_plans_for():
+    """PostgreSQL's generic plan assumes a bound array of ten elements: a shorter list is padded
+    with its last id (``= ANY`` is unchanged by a repeat), so the prepared statement's generic plan
+    is used instead of a new plan per run. Other forms are left as given."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    column = Comment.__table__.c.article_id
+    assert bind_ids(column, [3, 1], postgresql.dialect()) == [3, 1] + [1] * 8
+    assert bind_ids(column, list(range(12)), postgresql.dialect()) == list(range(12))
+    assert bind_ids(column, [], postgresql.dialect()) == []
+    assert bind_ids(column, [3, 1], sqlite.dialect()) == "[3,1]"
 
 
 @contextlib.contextmanager
@@ -101,3 +121,4 @@ def test_other_dialects_keep_the_expanding_in():
     criterion = ids_in(User.id, "ids", dialect)
     assert "POSTCOMPILE_ids" in str(criterion.compile(dialect=dialect))
     assert bind_ids(User.__table__.c.id, (3, 1), dialect) == [3, 1]
+

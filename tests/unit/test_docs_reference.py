@@ -58,7 +58,7 @@ def test_every_setting_of_defaults_is_in_the_settings_page():
 def test_the_settings_page_names_no_setting_the_library_does_not_read():
     page = _page("settings.rst")
     documented = set(re.findall(r"``jsonapi\.([a-z_]+)``", page))
-    read_elsewhere = {"statement_timeout_ms", "pool_timeout_seconds"}  # jsonapi_pyramid/deadlines.py
+    read_elsewhere = {"statement_timeout_ms", "pool_timeout_seconds", "pool_ping_after_seconds"}  # deadlines.py, pings.py
     assert documented - set(DEFAULTS) - read_elsewhere == set()
 
 

@@ -190,11 +190,13 @@ def test_include_statements_read_the_parent_id_where_the_relationship_keeps_it(t
     _client, registry = build(PlainPets, tmp_path)
     owners, pets = registry.get("owners"), registry.get("pets")
     dialect = sqlite.dialect()
-    one_to_many = str(_include_statement(_Request(), registry.statements, owners, owners.relationships["pets"], dialect))
+    one_to_many = str(_include_statement(_Request(), registry.statements, owners, owners.relationships["pets"], (dialect, False)))
     assert "FROM pets" in one_to_many and "owners" not in one_to_many  # pets.owner_id IN (...)
     assert "pets.owner_id AS jsonapi_parent_id" in one_to_many
-    many_to_one = str(_include_statement(_Request(), registry.statements, pets, pets.relationships["owner"], dialect))
+    many_to_one = str(_include_statement(_Request(), registry.statements, pets, pets.relationships["owner"], (dialect, False)))
     assert "FROM pets AS pets_1 JOIN owners" in many_to_one  # the key is on the owner's side
+    of_one = str(_include_statement(_Request(), registry.statements, owners, owners.relationships["pets"], (dialect, True)))
+    assert "FROM pets" in of_one and "pets.owner_id = :jsonapi_parent_id" in of_one  # one parent: compared, not listed
 
 
 def test_one_value_shape_single_reads_and_write_answers_too(tmp_path):
