@@ -99,6 +99,11 @@ class CompositeId(tuple[Any, ...]):
     __repr__ = tuple.__repr__
 
 
+def id_parts(value: Any) -> tuple[Any, ...]:
+    """The parts of an id: a ``CompositeId``'s values, or the one value (what a cursor carries)."""
+    return tuple(value) if isinstance(value, CompositeId) else (value,)
+
+
 class IdKey:
     """The primary key of a type as its resource id: its columns (one or several), the entity
     attributes mapping them, and the SQL and Python forms of one id. A single-column key's id

@@ -34,7 +34,7 @@ from ..parse.query import QueryPlan
 from ..transformer import Transformer
 from ..traversal import ApiRoot
 from ..urls import request_urls
-from .page_links import apply_cursors, page_links
+from .page_links import apply_cursors, page_links, paged_links
 from .stats_meta import apply_stats
 
 __all__ = ["DocumentBuilder", "linkage_document", "page_document", "resource_document"]
@@ -50,7 +50,7 @@ def _link_relationships(shown: dict[str, dict[str, Any]], linkage: dict[Any, Any
         if member is None:
             continue
         if type(data) is PagedMembers:  # a paged include: its page, count and page links
-            member["links"].update(data.links(member["links"]["related"]))
+            member["links"].update(paged_links(data, member["links"]["related"]))
             member["meta"] = {"count": data.count}
             data = data.members
         member["data"] = data

@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..identifiers import id_parts
+from ..load.include_pages import PagedMembers
 from ..load.loading import Loaded
 from ..parse.query import QueryPlan
 
-__all__ = ["apply_cursors", "page_links"]
+__all__ = ["apply_cursors", "page_links", "paged_links"]
 
 
 def page_links(plan: QueryPlan, loaded: Loaded, path_url: str) -> dict[Any, Any]:
@@ -72,3 +74,41 @@ def apply_cursors(document: dict[Any, Any], loaded: Loaded) -> dict[Any, Any]:
         meta = document.pop("meta", {})
         document["meta"] = {**meta, "page": page_meta}
     return document
+
+
+def paged_links(paged: PagedMembers, related: str) -> dict[Any, Any]:
+    """The links of one parent's paged to-many relationship (``PagedMembers``): ``first``,
+    ``prev``, ``next`` and ``last`` of a numbered page (``_paged_cursor_links`` for a
+    cursor page) under ``related``, the parent's related URL. The query is formatted, not
+    url-encoded: its names (``page[number]``, ``page[size]``, ``[]`` kept) and numbers need no
+    quoting, and this runs once per parent."""
+    page = paged.page
+    if page.cursor:
+        return _paged_cursor_links(paged, related)
+    size, number = page.size, page.number
+    last = max(1, -(-paged.window.count // size))
+    tail = f"&page[size]={size}"
+    return {"first": f"{related}?page[number]=1{tail}",
+            "prev": f"{related}?page[number]={number - 1}{tail}" if number > 1 else None,
+            "next": f"{related}?page[number]={number + 1}{tail}" if number < last else None,
+            "last": f"{related}?page[number]={last}{tail}"}
+
+def _paged_cursor_links(paged: PagedMembers, related: str) -> dict[Any, Any]:
+    """``first``, and ``prev``/``next`` with cursors of the related endpoint, ``null`` when no
+    member lies before/after the page (always known: the window counts them)."""
+    window, page, codec = paged.window, paged.page, paged.signer(related)
+    prev = next_ = None
+    if window.first is not None:
+        if window.first > 1:
+            prev = codec.encode(id_parts(paged.ids[0]))
+        if window.last is not None and window.last < window.count:
+            next_ = codec.encode(id_parts(paged.ids[1]))
+    elif page.after is not None and window.low > 0:  # past the end: before (and at) the cursor
+        prev = codec.encode(id_parts(page.after), inclusive=True)
+    elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
+        next_ = codec.encode(id_parts(page.before), inclusive=True)
+
+    # A cursor is URL-safe as it is (base64url and "."), so the links are formatted.
+    first = f"{related}?page[size]={page.size}"
+    return {"first": first, "prev": f"{first}&page[before]={prev}" if prev else None,
+            "next": f"{first}&page[after]={next_}" if next_ else None}

@@ -1,27 +1,15 @@
-"""Paged, counted includes: ``page[<include path>][size]`` with ``[number]``, or with the cursor
-profile's ``[after]`` / ``[before]``.
+"""Paged includes, the load stage: one statement per include path whatever the page and
+per-relationship sizes (the pages themselves are parsed by ``parse.include_paging``; their links
+built by ``build.page_links``).
 
-A to-many relationship on an include path carries at most ``size`` members per parent in a
-compound document (``page[comments][size]=3``; ``jsonapi.default_include_size`` when the request
-does not say: ``jsonapi.default_page_size`` unless set; never more than ``jsonapi.max_include_size``).
-Its relationship object has ``meta.count`` (how many members the caller may see) and pagination
-links to its related endpoint (``first``, ``prev``, ``next``, and ``last`` for page numbers).
-
-Cursors: members come in id order, so a position in a relationship is a member id, the same for
-every parent. ``page[<path>][after]=<cursor>`` keeps, per parent, the members after that id (and
-``[before]`` those before it); a cursor names the relationship (the parent's type and the
-relationship's name) in its signature, not the parent, so it applies to every parent. Each member
-identifier of a cursor-paged relationship carries its cursor in ``meta.page.cursor``, and the
-relationship object's ``prev``/``next`` links go to the related endpoint with that endpoint's own
-cursors. A path is cursor-paged when the request gives it a cursor or names the cursor profile in
-``Accept``.
-
-Each include path stays one statement whatever the page and per-relationship sizes: the include
-statement, visibility included, is ranked per parent with window functions
+The include statement, visibility included, is ranked per parent with window functions
 (``ROW_NUMBER() OVER (PARTITION BY parent ORDER BY member)``, ``COUNT(*) OVER (PARTITION BY
 parent)``, and for cursors ``SUM(CASE WHEN member <= :after ...) OVER (PARTITION BY parent)``:
 how many members lie at or before the cursor) and only the ranks of the page are kept, plus each
-parent's first row, which carries the count when the page starts past it.
+parent's first row, which carries the count when the page starts past it. What was read is each
+parent's ``Window`` and its ``PagedMembers`` (the value the build stage shows); each member
+identifier of a cursor-paged relationship gets its cursor in ``meta.page.cursor`` as it is read
+(``PageMarks``).
 """
 from __future__ import annotations
 
@@ -32,43 +20,11 @@ from urllib.parse import unquote, urlsplit
 from sqlalchemy import Integer, and_, bindparam, case, func, literal, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
-from ..errors import BadRequest
-from ..identifiers import CompositeId
+from ..identifiers import CompositeId, id_parts
 from ..parse.cursors import CursorCodec, collection_scope
+from ..parse.include_paging import IncludePage, member_codec
 
-__all__ = ["IncludePage", "PageMarks", "PagedMembers", "Window", "include_pages", "member_codec", "page_members",
-           "page_parameters", "paged_statement", "related_codec"]
-
-_DIGITS_MAX = 999999999
-
-
-@dataclass(frozen=True)
-class IncludePage:
-    """The members of one to-many include path each parent carries: page ``number`` of ``size``,
-    or (``cursor``) the ``size`` members after ``after`` and/or before ``before`` (member ids,
-    decoded from the request's cursors; None when not given)."""
-
-    size: int
-    number: int = 1
-    cursor: bool = False
-    after: Any = None
-    before: Any = None
-
-    @property
-    def first(self) -> int:
-        """Rank of the first member of a numbered page (ranks count from 1)."""
-        return (self.number - 1) * self.size + 1
-
-    @property
-    def last(self) -> int:
-        return self.number * self.size
-
-    @property
-    def shape(self) -> str:
-        """Which statement serves the page: ``number``, ``after``, ``before`` or ``range``."""
-        if self.after is not None:
-            return "range" if self.before is not None else "after"
-        return "before" if self.before is not None else "number"
+__all__ = ["PageMarks", "PagedMembers", "Window", "page_members", "page_parameters", "paged_statement", "related_codec"]
 
 
 @dataclass(frozen=True)
@@ -100,42 +56,6 @@ class PagedMembers:
     def count(self) -> int:
         return self.window.count
 
-    def links(self, related: str) -> dict[Any, Any]:
-        """``first``, ``prev``, ``next`` and ``last`` of a numbered page (``_cursor_links`` for a
-        cursor page) under ``related``, the parent's related URL. The query is formatted, not
-        url-encoded: its names (``page[number]``, ``page[size]``, ``[]`` kept) and numbers need no
-        quoting, and this runs once per parent."""
-        page = self.page
-        if page.cursor:
-            return self._cursor_links(related)
-        size, number = page.size, page.number
-        last = max(1, -(-self.window.count // size))
-        tail = f"&page[size]={size}"
-        return {"first": f"{related}?page[number]=1{tail}",
-                "prev": f"{related}?page[number]={number - 1}{tail}" if number > 1 else None,
-                "next": f"{related}?page[number]={number + 1}{tail}" if number < last else None,
-                "last": f"{related}?page[number]={last}{tail}"}
-
-    def _cursor_links(self, related: str) -> dict[Any, Any]:
-        """``first``, and ``prev``/``next`` with cursors of the related endpoint, ``null`` when no
-        member lies before/after the page (always known: the window counts them)."""
-        window, page, codec = self.window, self.page, self.signer(related)
-        prev = next_ = None
-        if window.first is not None:
-            if window.first > 1:
-                prev = codec.encode(_positions(self.ids[0]))
-            if window.last is not None and window.last < window.count:
-                next_ = codec.encode(_positions(self.ids[1]))
-        elif page.after is not None and window.low > 0:  # past the end: before (and at) the cursor
-            prev = codec.encode(_positions(page.after), inclusive=True)
-        elif page.before is not None and window.count > 0:  # before the start: at and after the cursor
-            next_ = codec.encode(_positions(page.before), inclusive=True)
-
-        # A cursor is URL-safe as it is (base64url and "."), so the links are formatted.
-        first = f"{related}?page[size]={page.size}"
-        return {"first": first, "prev": f"{first}&page[before]={prev}" if prev else None,
-                "next": f"{first}&page[after]={next_}" if next_ else None}
-
 
 class PageMarks:
     """What one paged include node adds to its linkage: ``PagedMembers`` per parent and, for a
@@ -151,7 +71,7 @@ class PageMarks:
 
     def mark(self, identifier: dict[str, Any], member_id: Any) -> None:
         if self.codec is not None:
-            identifier["meta"] = {"page": {"cursor": self.codec.encode(_positions(member_id))}}
+            identifier["meta"] = {"page": {"cursor": self.codec.encode(id_parts(member_id))}}
 
     def note(self, parent_id: Any, member_id: Any) -> None:
         if self.codec is not None:
@@ -160,12 +80,6 @@ class PageMarks:
     def paged(self, members: list[Any], windows: dict[Any, Window], parent_id: Any) -> PagedMembers:
         edges = self.edges.get(parent_id, (None, None))
         return PagedMembers(members, windows.get(parent_id) or Window(0), self.page, (edges[0], edges[1]), self.signer)
-
-
-def member_codec(secret: str, definition: Any, name: str) -> CursorCodec:
-    """The codec of the cursors of the members of relationship ``name`` of ``definition`` (a
-    member's position in id order: the same for every parent)."""
-    return CursorCodec(secret, f"include\n{definition.type}\n{name}")
 
 
 def related_codec(request: Any) -> Any:
@@ -180,67 +94,6 @@ def related_codec(request: Any) -> Any:
         return keyed.scoped(collection_scope(unquote(path), "", []))
 
     return codec
-
-
-def include_pages(definition: Any, tree: dict[Any, Any], values: dict[Any, Any], settings: Any,
-                  profile: bool = False) -> dict[str, IncludePage]:
-    """Include path -> ``IncludePage`` of every to-many path of the include ``tree``: the
-    request's ``page[<path>][size|number|after|before]`` (``values``: path -> {key: (parameter,
-    raw)}), else ``jsonapi.default_include_size``. ``profile``: the request names the
-    cursor profile (every paged path then gives cursors). A path that is not a to-many include
-    path, a bad value or a cursor of another relationship is a 400 naming the parameter."""
-    to_many = _to_many_paths(definition, tree, "")
-    pages = {}
-    for path, given in values.items():
-        if path not in to_many:
-            parameter = next(iter(given.values()))[0]
-            raise BadRequest(f"{parameter!r}: {path!r} is not a to-many relationship on the include paths.",
-                             parameter=parameter)
-    maximum, default = settings["max_include_size"], settings["default_include_size"]
-    for path, (owner, name) in to_many.items():
-        given = values.get(path, {})
-        size = _number(given["size"], maximum) if "size" in given else default
-        number = _number(given["number"], _DIGITS_MAX) if "number" in given else 1
-        cursors = {key: given[key] for key in ("after", "before") if key in given}
-        if cursors and "number" in given:
-            raise BadRequest(f"{given['number'][0]!r} cannot go with a cursor (page[{path}][after|before]).",
-                             parameter=given["number"][0])
-        width = len(owner.relationships[name].target_definition.id_key.columns)  # a composite id: its parts
-        codec = member_codec(settings["cursor_secret"], owner, name)
-        decoded = {key: _member_id(codec.decode(raw, parameter, width)[0]) for key, (parameter, raw) in cursors.items()}
-        pages[path] = IncludePage(size, number, bool(cursors) or (profile and "number" not in given),
-                                  decoded.get("after"), decoded.get("before"))
-    return pages
-
-
-def _member_id(values: tuple[Any, ...]) -> Any:
-    """A member id from the values of its cursor: one value, or a composite id's parts."""
-    return values[0] if len(values) == 1 else CompositeId(values)
-
-
-def _positions(member_id: Any) -> tuple[Any, ...]:
-    """What a cursor carries of a member id: the id, or a composite id's parts (``_member_id``)."""
-    return tuple(member_id) if isinstance(member_id, CompositeId) else (member_id,)
-
-
-def _to_many_paths(definition: Any, tree: dict[Any, Any], prefix: str) -> dict[str, tuple[Any, str]]:
-    """Include path -> (definition, relationship name) of the to-many paths of ``tree``."""
-    paths = {}
-    for name, subtree in tree.items():
-        relationship = definition.relationships[name]
-        if relationship.many:
-            paths[prefix + name] = (definition, name)
-        paths.update(_to_many_paths(relationship.target_definition, subtree, f"{prefix}{name}."))
-    return paths
-
-
-def _number(given: tuple[Any, ...], maximum: int) -> int:
-    parameter, raw = given
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
-        raise BadRequest(f"{parameter!r} must be a positive integer.", parameter=parameter)
-    if int(raw) > maximum:
-        raise BadRequest(f"{parameter!r} must be at most {maximum}.", parameter=parameter)
-    return int(raw)
 
 
 def paged_statement(statement: Any, target: Any, records: bool, shape: str = "number", parents: int = 1) -> Any:

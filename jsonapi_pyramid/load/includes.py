@@ -16,9 +16,10 @@ from sqlalchemy import bindparam, select
 
 from ..contract import get_registry
 from ..identifiers import CompositeId
+from ..parse.include_paging import IncludePage
 from ..parse.query import QueryPlan
 from .idlists import bind_ids, dialect_of, ids_in
-from .include_pages import IncludePage, PageMarks, page_members, page_parameters, paged_statement
+from .include_pages import PageMarks, page_members, page_parameters, paged_statement
 from .loading import Loaded, load_metas, read_records
 
 __all__ = ["load_document", "load_includes"]

@@ -16,10 +16,10 @@ from pyramid.request import Request
 from ..acl import check_restricted_path
 from ..contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
 from ..errors import BadRequest
-from ..load.include_pages import include_pages
 from .cursors import check_cursor_sort, max_size_error, profile_requested
 from .filter_syntax import parse_filters
 from .filter_terms import parse_term
+from .include_paging import include_pages
 from .stats_plan import StatsPlan, parse_stats
 
 __all__ = ["Page", "QueryPlan", "SortKey", "parse_query", "query_parameters", "with_include"]
@@ -71,7 +71,7 @@ class QueryPlan:
     #: top-level filter nodes, ANDed: ``FilterTerm`` and ``filter_syntax``'s groups, quantifiers, counts
     filters: list[Any] = field(default_factory=list)
     page: Page | None = None
-    #: include path -> ``include_pages.IncludePage`` of the paged to-many include paths
+    #: include path -> ``include_paging.IncludePage`` of the paged to-many include paths
     include_pages: dict[Any, Any] = field(default_factory=dict)
     #: ``stats[...]`` and ``group`` (``stats``), None when not asked for
     stats: StatsPlan | None = None
