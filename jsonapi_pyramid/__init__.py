@@ -124,7 +124,7 @@ DEFAULTS = {
     # (a process that builds many applications, a test suite, would keep every discarded one's
     # cycles); the reference service's production.ini turns it on. docs/settings.rst.
     "gc_freeze": False,
-    # statements kept from one request to the next (schema.StatementCache), least recently used dropped first
+    # statements kept from one request to the next (load.statements.StatementCache), least recently used dropped first
     "statement_cache_size": 512,
     # Idempotency-Key on POST/PATCH/DELETE: a retried write is answered once (idempotency.py);
     # needs the table of idempotency.metadata in the database. Keys expire after the TTL.

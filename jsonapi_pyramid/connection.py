@@ -9,7 +9,7 @@ instance on it (``execute``: records, ids, counts), and only those that load map
 An application that provides ``request.dbsession`` itself, without ``jsonapi_pyramid.db``, gets
 its session's connection.
 
-Kept statements on the driver: a ``Select`` the application's ``schema.StatementCache`` keeps
+Kept statements on the driver: a ``Select`` the application's ``load.statements.StatementCache`` keeps
 (noted in its ``on_driver``, per application, with its compiled forms per dialect) is compiled
 by SQLAlchemy on its first run; after it, on a read without a session, ``execute`` runs its SQL
 string on the DBAPI cursor itself with the bind and result processors SQLAlchemy's types give

@@ -30,9 +30,10 @@ from sqlalchemy.engine import Row
 
 from .declaration import Frozen, ResourceDeclaration, read_only
 from .identifiers import IdKey, parse_int
+from .load.statements import StatementCache, visibility_of
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
-from .schema import Field, StatementCache, attribute_sql, visibility_of
+from .schema import Field, attribute_sql
 from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes, resolve_values
 from .transformer import Transformer
 from .write.plain_writes import PlainWrites, resolve_plain_writes
@@ -250,7 +251,7 @@ class ResourceDefinition(Frozen):
 
     def visibility(self, request: Request) -> Any:
         """The SQL criterion limiting rows to those the caller may see, or None for all (asked
-        once per request: ``schema.visibility_of``)."""
+        once per request: ``load.statements.visibility_of``)."""
         return visibility_of(request, self) if self.visible is not None else None
 
     def relationship(self, name: str) -> Relationship | None:
@@ -289,7 +290,7 @@ class Registry:
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
-        #: statements reused across requests (``schema.StatementCache``)
+        #: statements reused across requests (``load.statements.StatementCache``)
         self.statements = StatementCache(settings["statement_cache_size"])
         #: colander schema (class or instance) -> (one instance, the pool of its bound trees; None
         #: when binding must run colander's bind) (``validation.envelope.bound_schema``)

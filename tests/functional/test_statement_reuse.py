@@ -1,4 +1,4 @@
-"""Statements are reused from one request to the next (the application's ``statements``, ``schema.StatementCache``) when nothing but
+"""Statements are reused from one request to the next (``load.statements.StatementCache``) when nothing but
 bound values comes from the request, and never across callers who see different rows."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import pytest
 from sqlalchemy import event
 
-from jsonapi_pyramid.schema import StatementCache, visibility_of
+from jsonapi_pyramid.load.statements import StatementCache, visibility_of
 
 
 @contextlib.contextmanager
@@ -188,7 +188,7 @@ def test_a_form_replaced_by_another_thread_while_a_statement_is_built_binds_the_
     from sqlalchemy import create_engine, or_, select
 
     from jsonapi_blog.models import Article, Base
-    from jsonapi_pyramid.schema import _shared_form
+    from jsonapi_pyramid.load.statements import _shared_form
 
     cache = StatementCache()
     criterion = or_(Article.status == "published", Article.user_id == 1)

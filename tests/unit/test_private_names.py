@@ -46,7 +46,7 @@ ALLOWED = {
     ("jsonapi_pyramid/connection.py", "_has_events"): ("sqlalchemy", 3),
     ("jsonapi_pyramid/connection.py", "_handle_dbapi_exception"): ("sqlalchemy", 1),
     # the statement cache's key of a visibility criterion: SQLAlchemy's own cache key (no public one)
-    ("jsonapi_pyramid/schema.py", "_generate_cache_key"): ("sqlalchemy", 2),
+    ("jsonapi_pyramid/load/statements.py", "_generate_cache_key"): ("sqlalchemy", 2),
     # waitress has no public loop of one poll: jsonapi_blog/server.py runs its loop as BaseWSGIServer.run does
     ("jsonapi_blog/server.py", "_map"): ("waitress", 2),
     ("jsonapi_blog/server.py", "_exit"): ("public", 1),  # os._exit
@@ -169,7 +169,7 @@ def test_sqlalchemy_handle_dbapi_exception_wraps_the_drivers_error_and_calls_han
 
 
 def test_sqlalchemy_cache_key_is_the_structure_and_the_bound_values_in_order():
-    """schema.py: two criteria of one shape have one key, their values in ``bindparams`` in order."""
+    """load/statements.py: two criteria of one shape have one key, their values in ``bindparams`` in order."""
     table = Table("t", MetaData(), Column("a", Integer), Column("b", Integer))
     first = ((table.c.a == 1) & (table.c.b > 2))._generate_cache_key()
     second = ((table.c.a == 3) & (table.c.b > 4))._generate_cache_key()
