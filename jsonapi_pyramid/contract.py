@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import builtins
 import enum
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import Any, TypedDict, cast
@@ -282,6 +284,35 @@ class BoundedCache(dict[Any, Any]):
         return value
 
 
+class LruCache:
+    """At most ``size`` entries, the least recently used dropped first; safe between threads
+    (``conditional``: the tags of ``loaded_key``'s keys)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        """The value under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            entries = self._entries
+            entries[key] = value
+            entries.move_to_end(key)
+            if len(entries) > self.size:
+                entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class Registry:
     """The per-application schema: the resource types by type name and by model class (each
     holding the facts about its mapping, ``schema``), the settings, and every cache the library
@@ -315,6 +346,11 @@ class Registry:
         #: (model, on, name) of each operation name whose other methods have their 405 view: made
         #: while the configuration is built, as the views are (``operations.add_jsonapi_operation``)
         self.operation_fallbacks: set[tuple[Any, str, str]] = set()
+        #: a key of what a read loaded -> the ``ETag`` its 200 gave (``conditional.unchanged``); None when off
+        size = settings.get("etag_shortcut_entries", 0)
+        self.etag_tags = LruCache(size) if size and settings.get("etags") else None
+        #: definition -> whether its document part is built from its values alone (``loaded_key``)
+        self.pure_types: dict[Any, bool] = {}
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:
