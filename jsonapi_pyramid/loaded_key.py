@@ -15,8 +15,9 @@ A type's resources are built from its values alone when its transformer does not
 holds those values), or when the class that overrides it says so (``pure = True``: its answer
 depends only on the value's id, the attributes and ``reads`` of the transformer, and the caller).
 A document showing any other type gets no key, and is built. So does one holding a value the key
-cannot spell exactly (a type other than JSON's, a datetime, a date, a time, a UUID, ``Decimal``,
-``timedelta``, bytes and enums).
+cannot spell exactly (it spells JSON's types, datetimes, dates, times, UUIDs, enums, ``Decimal``,
+``timedelta`` and bytes), and every document of an application that registers an ``IResourceURL``
+adapter for the API root (it may make the links from anything in the request).
 """
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def loaded_key(request: Request, loaded: Loaded, linkage: bytes = b"") -> bytes 
     """The digest of what the document of ``loaded`` is built from (see the module's text), or
     None when it is not built from that alone. ``linkage``: the linkage part of the answer's tag."""
     registry = get_registry(request)
+    if "" in registry.api_paths.values():  # an IResourceURL adapter makes the links (``document.api_base``)
+        return None
     included = _included(registry, loaded.included)
     if included is None or not _pure(registry, loaded.definition):
         return None

@@ -239,3 +239,31 @@ def test_off_with_its_setting_or_without_etags(built_app, database_url):
         assert get_registry(app.registry).etag_tags is None
     finally:
         app.registry["db.engine"].dispose()
+
+
+def test_links_made_by_a_resource_url_adapter_turn_it_off(database_url, blog, schema_validator):
+    """An ``IResourceURL`` adapter for the API root may make the links from anything in the
+    request (here a header the key does not hold): its application's documents are always built."""
+    from pyramid.traversal import ResourceURL
+
+    from jsonapi_pyramid.traversal import ApiRoot
+    from tests.conftest import blog_parts_app
+
+    class TenantURL(ResourceURL):
+        def __init__(self, resource, request):
+            super().__init__(resource, request)
+            tenant = request.headers.get("X-Tenant", "none")
+            self.virtual_path = f"/{tenant}{self.virtual_path}"
+
+    app = blog_parts_app(database_url, lambda config: config.add_resource_url_adapter(TenantURL, ApiRoot))
+    try:
+        api = JsonApiTestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        api.validator = schema_validator
+        url = f"/api/articles/{blog['hello'].id}"
+        etag = api.get(url, headers={"X-Tenant": "a"}).headers["ETag"]
+        for _ in range(2):
+            api.get(url, headers={"X-Tenant": "a", "If-None-Match": etag}, status=304)
+        other = api.get(url, headers={"X-Tenant": "b", "If-None-Match": etag}, status=200)
+        assert other.json["data"]["links"]["self"].startswith("http://example.test/b/api/")
+    finally:
+        app.registry["db.engine"].dispose()
