@@ -16,7 +16,7 @@ holds those values), or when the class that overrides it says so (``pure = True`
 depends only on the value's id, the attributes and ``reads`` of the transformer, and the caller).
 A document showing any other type gets no key, and is built. So does one holding a value the key
 cannot spell exactly (it spells JSON's types, datetimes, dates, times, UUIDs, enums, ``Decimal``,
-``timedelta`` and bytes), and every document of an application that registers an ``IResourceURL``
+``timedelta``, bytes and composite ids), and every document of an application that registers an ``IResourceURL``
 adapter for the API root (it may make the links from anything in the request).
 """
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pyramid.request import Request
 from sqlalchemy.engine import Row
 
 from .contract import ResourceDefinition, get_registry
+from .identifiers import CompositeId
 from .include_pages import PagedMembers
 from .loading import Loaded
 from .pagination import CursorPage
@@ -134,6 +135,8 @@ class _Spelling:
             return (value.members, window.count, window.low, window.high, window.first, window.last, value.ids)
         if kind is Row:
             return tuple(value)
+        if kind is CompositeId:
+            return ("C", *value)
         if kind is Decimal:
             return ("D", str(value))
         if kind is dt.timedelta:
