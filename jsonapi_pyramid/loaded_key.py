@@ -4,10 +4,10 @@ loading, without building or rendering the document (docs/etags.rst).
 
 Building is a function of what loading read (``loading.Loaded``: the primary rows, included rows
 and their linkage, paged includes' windows, counts, cursors, metas, statistics) and of the
-request: its URL (scheme, host, ``SCRIPT_NAME``, path, query string; a virtual root), its
-``Accept`` (the cursor pagination profile), and the caller (a transformer may tailor what it
-shows: ``authenticated_userid`` and, when the security policy tells them, the effective
-principals). ``loaded_key`` digests exactly these, and the linkage part of an item's tag
+request: its URL (scheme, host, ``SCRIPT_NAME``, path and query string as the environ holds them;
+a virtual root), its ``Accept`` (the cursor pagination profile), and the caller (a transformer may
+tailor what it shows: ``authenticated_userid`` and, when the security policy tells them, the
+effective principals). ``loaded_key`` digests exactly these, and the linkage part of an item's tag
 (``tag_linkage``). So two requests with one key get the same bytes, hence the same tag.
 
 A type's resources are built from its values alone when its transformer does not override
@@ -38,11 +38,13 @@ from .include_pages import PagedMembers
 from .loading import Loaded
 from .pagination import CursorPage
 from .transformer import Transformer
-from .urls import request_urls
 
 __all__ = ["loaded_key", "pure_transformer"]
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS
+#: What WebOb makes the request's URLs of (``request.url``, ``application_url``: every link), and
+#: Pyramid's virtual root; as sent, so two spellings of one URL are two keys (a miss, never a wrong 304).
+_URL = ("wsgi.url_scheme", "HTTP_HOST", "SERVER_NAME", "SERVER_PORT", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", VH_ROOT_KEY)
 _RECORDS = {Row}
 _first, _second, _type = itemgetter(0), itemgetter(1), attrgetter("type")
 
@@ -80,7 +82,7 @@ def loaded_key(request: Request, loaded: Loaded, linkage: bytes = b"") -> bytes 
     metas = ({type_name: {name: list(values.items()) for name, values in fields.items()}
               for type_name, fields in loaded.metas.items()} if loaded.metas else None)
     parts = (
-        request_urls(request).full, environ.get(VH_ROOT_KEY), environ.get("HTTP_ACCEPT"), _caller(request),
+        [environ.get(name) for name in _URL], environ.get("HTTP_ACCEPT"), _caller(request),
         loaded.definition.type, _rows(loaded.primary), loaded.has_next, loaded.has_prev, loaded.total, loaded.estimate,
         list(loaded.linkage.items()) if loaded.linkage else None, included, loaded.cursors,
         metas, loaded.stats, linkage.hex() if linkage else None,

@@ -214,6 +214,17 @@ def test_another_caller_never_gets_the_304_of_one(api, built, blog, auth_headers
         assert "email" not in answer.json["data"]["attributes"]
 
 
+def test_another_url_never_gets_the_304_of_one(api, blog):
+    """The links are absolute: host, scheme and SCRIPT_NAME are the document's too."""
+    url = f"/api/articles/{blog['hello'].id}"
+    etag = api.get(url).headers["ETag"]
+    for _ in range(2):  # the second from the shortcut
+        api.get(url, headers={"If-None-Match": etag}, status=304)
+    for environ in ({"HTTP_HOST": "other.test"}, {"wsgi.url_scheme": "https"}, {"SCRIPT_NAME": "/blog"}):
+        other = api.get(url, headers={"If-None-Match": etag}, extra_environ=environ, status=200)
+        assert other.headers["ETag"] != etag, environ
+
+
 def test_a_type_whose_transformer_is_not_pure_is_built(api, blog, builds, monkeypatch):
     from jsonapi_blog.models import UserTransformer
 
