@@ -151,10 +151,10 @@ def tag_item(request: Request, context: Any) -> None:
     request.environ[_LINKAGE] = linkage
 
 
-def unchanged(request: Request, loaded: Loaded) -> Response | None:
-    """After loading, before building (the read views), for a revalidation (``If-None-Match``):
-    ``request.response``, to be answered ``304`` by the tween, when a revalidation built from the
-    same key (``loaded_key``: what was loaded, for this URL, ``Accept`` and caller) gave a tag that
+def unchanged(request: Request, loaded: Any) -> Response | None:
+    """After loading (``loaded``: a ``loading.Loaded``), before building (the read views), for a
+    revalidation (``If-None-Match``): ``request.response``, to be answered ``304`` by the tween,
+    when a revalidation built from the same key (``loaded_key``: what was loaded, for this URL, ``Accept`` and caller) gave a tag that
     ``If-None-Match`` names. Else None: build the document; the tween keeps its tag under the key.
     A request without ``If-None-Match`` computes no key: a plain 200 costs nothing more."""
     environ = request.environ
