@@ -40,10 +40,11 @@ from typing import Any, cast
 from pyramid.request import Request
 from pyramid.response import Response
 
-from .contract import LruCache, get_registry
+from .contract import get_registry
 from .document import DocumentBuilder
 from .loaded_key import loaded_key
 from .loading import Loaded
+from .lru import LruCache
 from .query import QueryPlan
 from .renderer import RENDERED, dumps
 from .stored import load_stored

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import Any, TypedDict, cast
@@ -29,6 +27,7 @@ from pyramid.request import Request
 from sqlalchemy.engine import Row
 
 from .identifiers import IdKey, parse_int
+from .lru import LruCache
 from .plain_writes import PlainWrites, resolve_plain_writes
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
@@ -282,35 +281,6 @@ class BoundedCache(dict[Any, Any]):
                 break
         self[key] = value
         return value
-
-
-class LruCache:
-    """At most ``size`` entries, the least recently used dropped first; safe between threads
-    (``conditional``: the tags of ``loaded_key``'s keys)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        """The value under ``key`` (now the most recently used), or None."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            entries = self._entries
-            entries[key] = value
-            entries.move_to_end(key)
-            if len(entries) > self.size:
-                entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 class Registry:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from dataclasses import fields, is_dataclass
 from decimal import Decimal
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -36,7 +37,6 @@ from .contract import ResourceDefinition, get_registry
 from .identifiers import CompositeId
 from .include_pages import PagedMembers
 from .loading import Loaded
-from .pagination import CursorPage
 from .transformer import Transformer
 
 __all__ = ["loaded_key", "pure_transformer"]
@@ -145,8 +145,8 @@ class _Spelling:
             return ("T", value.days, value.seconds, value.microseconds)
         if kind is bytes:
             return ("B", value.hex())
-        if kind is CursorPage:
-            return (value.links, value.meta, value.item_cursors, value.profile)
+        if is_dataclass(value):  # a CursorPage: links, metadata, item cursors, profile
+            return (kind.__name__, *(getattr(value, field.name) for field in fields(value)))
         return self._instance(value)
 
     def _instance(self, value: Any) -> Any:
