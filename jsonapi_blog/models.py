@@ -95,6 +95,9 @@ class UserTransformer(Transformer):
     attributes = ("name", "email", "active", "createdAt", "updatedAt")
     available_metas = ("articlesCount",)
     meta_articles_count = count_of("articles")
+    #: ``transform`` depends on the user's values and the caller only: a revalidation may be
+    #: answered 304 without building (docs/etags.rst)
+    pure = True
 
     def transform(self, user, names):
         attributes = super().transform(user, names)
@@ -292,6 +295,7 @@ class Token(Base):
 class TokenTransformer(Transformer):
     attributes = ("token", "createdAt", "expiresAt")
     attribute_map = {"token": "secret"}
+    pure = True  # the token's values only
 
     def transform(self, token, names):
         attributes = super().transform(token, names)

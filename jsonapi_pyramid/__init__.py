@@ -116,6 +116,9 @@ DEFAULTS = {
     # ETag on reads (and 304), and on write answers; False: none (a cache in front makes its own).
     # If-Match on writes is honoured either way. docs/conditional.rst.
     "etags": True,
+    # Tags kept per process from a key of what loading read to the ETag its 200 gave, so that a GET whose
+    # If-None-Match names it is answered 304 without building the document (docs/etags.rst); 0: none.
+    "etag_shortcut_entries": 10000,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
     # True: start anyway (the application enforces access some other way). docs/security.rst.
     "allow_acl_without_policy": False,
@@ -146,7 +149,7 @@ DEFAULTS = {
 }
 
 #: Integer settings for which 0 turns the feature off (the others must be at least 1).
-_ZERO_TURNS_OFF = frozenset({"idempotency_purge_interval_seconds"})
+_ZERO_TURNS_OFF = frozenset({"idempotency_purge_interval_seconds", "etag_shortcut_entries"})
 
 
 def parse_settings(settings: Any) -> dict[Any, Any]:

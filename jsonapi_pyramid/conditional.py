@@ -21,6 +21,13 @@
   of the bytes the renderer makes of it (``renderer.RENDERED``), as ``GET``'s is of its bytes. The
   linkage answers of to-many relationship writes carry the ``ETag`` of their own bytes instead
   (``tag_body``), the one ``GET`` of the same URL gives right after.
+* A revalidation that skips building (``unchanged``): the read views call it after loading and
+  before building. For a ``GET`` with ``If-None-Match``, the key of what its loading read
+  (``loaded_key``: the rows, the URL, ``Accept``, the caller); the tween keeps, per process, the
+  tag the built answer got under it. The next revalidation with that key whose ``If-None-Match``
+  names the tag is answered ``304`` with it, its document neither built nor rendered. The tag
+  itself is unchanged: the digest of the bytes built from that key. ``jsonapi.etag_shortcut_entries``
+  bounds the tags kept (0: none).
 * ``jsonapi.etags = false`` turns all of this off (no tween, no tag on write answers); ``If-Match``
   is still honoured by ``preconditions``.
 """
@@ -28,15 +35,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, cast
 
 from pyramid.request import Request
 from pyramid.response import Response
 
 from .build.document import DocumentBuilder
+from .contract import get_registry
 from .load.loading import Loaded
 from .load.stored import load_stored
 from .load.tag_linkage import read_linkage
+from .loaded_key import loaded_key
+from .lru import LruCache
 from .parse.query import QueryPlan
 from .renderer import RENDERED, dumps
 
@@ -52,6 +62,7 @@ __all__ = [
     "tag_body",
     "tag_item",
     "tag_owner",
+    "unchanged",
     "weak_match",
 ]
 
@@ -59,6 +70,10 @@ __all__ = [
 RESOURCE_ETAG = "X-Resource-ETag"
 #: The linkage part of the ``ETag`` of a plain ``GET`` of an item, for the tween (``tag_item``).
 _LINKAGE = "jsonapi.etag_linkage"
+#: The key of what a read loaded (``loaded_key``), for the tween to keep the tag its 200 gets under it.
+_KEY = "jsonapi.etag_key"
+#: The tag of an answer ``unchanged`` did not build, for the tween.
+_UNCHANGED = "jsonapi.etag_unchanged"
 
 #: ``parse_entity_tags("*")``.
 ANY = "*"
@@ -135,6 +150,31 @@ def tag_item(request: Request, context: Any) -> None:
         definition = context.definition
         linkage = read_linkage(request, definition, definition.id_key.value(context.record))
     request.environ[_LINKAGE] = linkage
+
+
+def unchanged(request: Request, loaded: Any) -> Response | None:
+    """After loading (``loaded``: a ``loading.Loaded``), before building (the read views), for a
+    revalidation (``If-None-Match``): ``request.response``, to be answered ``304`` by the tween,
+    when a revalidation built from the same key (``loaded_key``: what was loaded, for this URL, ``Accept`` and caller) gave a tag that
+    ``If-None-Match`` names. Else None: build the document; the tween keeps its tag under the key.
+    A request without ``If-None-Match`` computes no key: a plain 200 costs nothing more."""
+    environ = request.environ
+    condition = environ.get("HTTP_IF_NONE_MATCH")
+    if condition is None:
+        return None
+    tags = get_registry(request).etag_tags
+    if tags is None:
+        return None
+    key = loaded_key(request, loaded, environ.get(_LINKAGE, b""))
+    if key is None:
+        environ.pop(_KEY, None)  # (a retried request's first attempt may have left one)
+        return None
+    environ[_KEY] = key
+    tag = tags.get(key)
+    if tag is None or not weak_match(parse_entity_tags(condition), tag):
+        return None
+    environ[_UNCHANGED] = tag  # the tween sets it, where it sets a built answer's
+    return request.response
 
 
 def etags_enabled(request: Request) -> bool:
@@ -216,10 +256,16 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
             return response  # a stream, or a file too large to read for a tag
         etag = response.headers.get("ETag")
         if etag is None:
-            body = response.body
-            if not body:
-                return response
-            etag = etag_of(body, request.environ.get(_LINKAGE, b""))
+            environ = request.environ
+            etag = environ.get(_UNCHANGED)
+            if etag is None:
+                body = response.body
+                if not body:
+                    return response
+                etag = etag_of(body, environ.get(_LINKAGE, b""))
+                key = environ.get(_KEY)
+                if key is not None:  # built from what the key digests: its tag, for the next revalidation
+                    cast("LruCache", get_registry(request).etag_tags).put(key, etag)
             response.headers["ETag"] = etag
         condition = request.headers.get("If-None-Match")
         if condition is not None and weak_match(parse_entity_tags(condition), etag.removeprefix("W/")):

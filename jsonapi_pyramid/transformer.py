@@ -59,6 +59,10 @@ class Transformer:
     reads: tuple[str, ...] = ()
     #: True: always receive mapped instances (the transformer walks relationships, calls methods...).
     entities: bool = False
+    #: Set on the class that overrides ``transform``: True when its answer depends only on the
+    #: value (its id, ``attributes`` and ``reads``) and the caller, so that a revalidation of a
+    #: document showing this type may be answered 304 without building it (``loaded_key``).
+    pure: bool = False
 
     #: the request it serves, and the ``ResourceDefinition`` of its type (None: made outside the library)
     request: Any

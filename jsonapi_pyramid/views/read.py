@@ -1,6 +1,7 @@
 """Read views. Each reads as the path of a request: parse (``query``: the plan) -> load
 (``loading``, ``includes``: every statement) -> build (``document``: no SQL); the ``jsonapi``
-renderer makes the bytes."""
+renderer makes the bytes. Between loading and building, ``conditional.unchanged``: a revalidation
+whose ``If-None-Match`` names the tag of what was loaded is answered 304 without building."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +9,7 @@ from typing import Any
 from pyramid.request import Request
 
 from ..build.document import JSONAPI, api_base, linkage_document, page_document, resource_document
-from ..conditional import tag_item
+from ..conditional import tag_item, unchanged
 from ..contract import get_registry
 from ..load.includes import load_document
 from ..load.loading import Loaded, load_linkage, load_page, load_related_one
@@ -35,14 +36,14 @@ def list_resources(context: Any, request: Request) -> Any:
     plan = parse_query(request, context.definition, collection=True)
     page = load_page(request, context.definition, plan)
     loaded = load_document(request, plan, page, plan.include_pages)
-    return _varies(request, page_document(request, plan, loaded))
+    return _varies(request, unchanged(request, loaded) or page_document(request, plan, loaded))
 
 
-def _varies(request: Request, document: Any) -> Any:
+def _varies(request: Request, answer: Any) -> Any:
     """Collection answers, and those with paged includes, depend on ``Accept`` (its cursor
-    pagination profile): tell caches."""
+    pagination profile): tell caches. ``answer``: the document, or the response ``unchanged`` gave."""
     request.response.vary = ("Accept",)
-    return document
+    return answer
 
 
 def show(context: Any, request: Request) -> Any:
@@ -51,10 +52,10 @@ def show(context: Any, request: Request) -> Any:
     compares: it covers the item's linkage too (``conditional.tag_item``)."""
     plan = parse_query(request, context.definition, collection=False)
     loaded = load_document(request, plan, Loaded.one(context.definition, context.record), plan.include_pages)
-    document = resource_document(request, plan, loaded)
     if not request.query_string:
         tag_item(request, context)
-    return _varies(request, document) if plan.include_pages else document
+    answer = unchanged(request, loaded) or resource_document(request, plan, loaded)
+    return _varies(request, answer) if plan.include_pages else answer
 
 
 def related(context: Any, request: Request) -> Any:
@@ -65,11 +66,11 @@ def related(context: Any, request: Request) -> Any:
     if relationship.many:
         parent = (context.definition, relationship, context.definition.id_key.value(context.record))
         loaded = load_document(request, plan, load_page(request, target, plan, parent=parent), plan.include_pages)
-        return _varies(request, page_document(request, plan, loaded))
+        return _varies(request, unchanged(request, loaded) or page_document(request, plan, loaded))
     value = load_related_one(request, context.definition, relationship, context.record)
     loaded = load_document(request, plan, Loaded.one(target, value), plan.include_pages)
-    document = resource_document(request, plan, loaded)
-    return _varies(request, document) if plan.include_pages else document
+    answer = unchanged(request, loaded) or resource_document(request, plan, loaded)
+    return _varies(request, answer) if plan.include_pages else answer
 
 
 def linkage(context: Any, request: Request) -> Any:
@@ -77,5 +78,6 @@ def linkage(context: Any, request: Request) -> Any:
     resource's URL in ``links.self`` (the seed's rule)."""
     relationship = context.relationship
     plan = parse_query(request, relationship.target_definition, collection=relationship.many)
-    document = linkage_document(request, plan, context, load_linkage(request, plan, context))
-    return _varies(request, document) if relationship.many else document
+    loaded = load_linkage(request, plan, context)
+    answer = unchanged(request, loaded) or linkage_document(request, plan, context, loaded)
+    return _varies(request, answer) if relationship.many else answer

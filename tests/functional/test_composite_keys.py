@@ -485,6 +485,36 @@ def test_an_item_with_relationships_has_an_entity_tag_that_follows_its_linkage(a
     assert api.get(red).headers["ETag"] != tag_before
 
 
+def test_a_revalidation_of_composite_ids_is_answered_without_building(api, linked, monkeypatch):
+    """The 304 that skips building (docs/etags.rst): composite ids in pages of linkage, cursors and
+    paged includes are part of its key; a change is never answered 304 for the tag from before."""
+    from jsonapi_pyramid.build import document
+
+    _invoices, tags = linked
+    built = []
+    original = document.DocumentBuilder.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(document.DocumentBuilder, "__init__", counting)
+    members = f"/api/tags/{tags[0]}/relationships/accounts"
+    reads = [(members, {}), (f"{members}?page[size]=1", {"Accept": CURSOR}), (f"/api/tags/{tags[0]}/accounts", {}),
+             ("/api/accounts/acme~1?include=invoices,tags&page[invoices][size]=1", {})]
+    before = {}
+    for url, headers in reads:
+        etag = before[url] = api.get(url, headers=headers).headers["ETag"]
+        api.get(url, headers={**headers, "If-None-Match": etag}, status=304)  # built, its tag kept
+        built.clear()
+        api.get(url, headers={**headers, "If-None-Match": etag}, status=304)
+        assert not built, url
+    api.delete(members, orjson.dumps({"data": [{"type": "accounts", "id": "acme~1"}]}), headers={"Content-Type": MEDIA_TYPE},
+               status=(200, 204))
+    for url, headers in reads:
+        api.get(url, headers={**headers, "If-None-Match": before[url]}, status=200)
+
+
 def test_metas_statistics_and_paths_ending_in_a_composite_id(api, linked):
     invoices, _tags = linked
     document = api.get("/api/accounts", params={"meta[accounts]": "invoicesCount", "sort": "id"}).json
