@@ -41,12 +41,11 @@ from pyramid.request import Request
 from pyramid.response import Response
 
 from .build.document import DocumentBuilder
-from .contract import get_registry
+from .contract import BoundedCache, get_registry
 from .load.loading import Loaded
 from .load.stored import load_stored
 from .load.tag_linkage import read_linkage
 from .loaded_key import loaded_key
-from .lru import LruCache
 from .parse.query import QueryPlan
 from .renderer import RENDERED, dumps
 
@@ -265,7 +264,7 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
                 etag = etag_of(body, environ.get(_LINKAGE, b""))
                 key = environ.get(_KEY)
                 if key is not None:  # built from what the key digests: its tag, for the next revalidation
-                    cast("LruCache", get_registry(request).etag_tags).put(key, etag)
+                    cast("BoundedCache", get_registry(request).etag_tags).put(key, etag)
             response.headers["ETag"] = etag
         condition = request.headers.get("If-None-Match")
         if condition is not None and weak_match(parse_entity_tags(condition), etag.removeprefix("W/")):

@@ -31,7 +31,6 @@ from sqlalchemy.engine import Row
 from .declaration import Frozen, ResourceDeclaration, read_only
 from .identifiers import IdKey, parse_int
 from .load.statements import StatementCache, visibility_of
-from .lru import LruCache
 from .records import Readers
 from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, attribute_sql
@@ -316,7 +315,7 @@ class Registry:
         self.sidepost_formats: tuple[Callable[[Any], bool], ...] = ()
         #: a key of what a read loaded -> the ``ETag`` its 200 gave (``conditional.unchanged``); None when off
         size = settings.get("etag_shortcut_entries", 0)
-        self.etag_tags = LruCache(size) if size and settings.get("etags") else None
+        self.etag_tags = BoundedCache(size) if size and settings.get("etags") else None
         #: definition -> whether its document part is built from its values alone (``loaded_key``)
         self.pure_types: dict[Any, bool] = {}
 

@@ -278,3 +278,20 @@ def test_links_made_by_a_resource_url_adapter_turn_it_off(database_url, blog, sc
         assert other.json["data"]["links"]["self"].startswith("http://example.test/b/api/")
     finally:
         app.registry["db.engine"].dispose()
+
+
+def test_the_tags_kept_are_bounded_by_their_setting(database_url, blog, schema_validator):
+    """At ``jsonapi.etag_shortcut_entries`` tags the oldest goes: revalidations of ever new URLs
+    cannot grow a process without bound."""
+    app = main({}, **{**APP_SETTINGS, "sqlalchemy.url": database_url, "jsonapi.etag_shortcut_entries": "2"})
+    try:
+        api = JsonApiTestApp(app, extra_environ={"HTTP_HOST": "example.test"})
+        api.validator = schema_validator
+        tags = get_registry(app.registry).etag_tags
+        for size in (1, 2, 3):
+            api.get(f"/api/articles?page[size]={size}", headers={"If-None-Match": '"stale"'})
+        assert len(tags) == 2
+        first = api.get("/api/articles?page[size]=1")
+        api.get("/api/articles?page[size]=1", headers={"If-None-Match": first.headers["ETag"]}, status=304)
+    finally:
+        app.registry["db.engine"].dispose()
