@@ -104,6 +104,15 @@ def without_transaction(connection: Any) -> None:
         connection.info[_WITHOUT_TRANSACTION] = True
 
 
+def ends_with_commit(connection: Any) -> bool:
+    """Whether a read that changed nothing should end its transaction with COMMIT rather than
+    ROLLBACK: psycopg in a transaction block, which drops its prepared statements at a ROLLBACK (so
+    every read would plan its statements again). Elsewhere a ROLLBACK costs nothing more: a
+    connection without a transaction block (``without_transaction``) sends neither, SQLite keeps
+    its statement cache either way. Asked before ``with_transaction``."""
+    return connection.dialect.driver in _AUTOCOMMIT_DRIVERS and not connection.info.get(_WITHOUT_TRANSACTION)
+
+
 def with_transaction(connection: Any) -> None:
     """The statements that follow run in a transaction again (``without_transaction``): a read's
     session, which may flush, runs in one (rolled back at the read's end when it flushed)."""

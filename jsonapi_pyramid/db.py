@@ -60,7 +60,7 @@ from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS, utc_sessions, with_transaction, without_transaction
+from .connection import READS, ends_with_commit, utc_sessions, with_transaction, without_transaction
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .hints import missing_driver
@@ -255,10 +255,11 @@ def is_http_read(request: Request) -> bool:
 def read_connection(request: Request) -> Any:
     """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
-    when something asks for one. When the request is finished its transaction is committed if the
-    read flushed nothing through the session and raised nothing (for a read COMMIT costs what ROLLBACK
-    does, and psycopg drops its prepared statements at a ROLLBACK), else rolled back, a flush with a
-    warning: writes belong to POST, PATCH and DELETE."""
+    when something asks for one. When the request is finished a transaction block of psycopg is
+    committed if the read flushed nothing through the session and raised nothing (for a read COMMIT
+    costs what ROLLBACK does, and psycopg drops its prepared statements at a ROLLBACK:
+    ``connection.ends_with_commit``); otherwise, and on other drivers, it is rolled back, a flush
+    with a warning: writes belong to POST, PATCH and DELETE."""
     connection = _replica_connection(request) or request.registry["db.engine"].connect()
     without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
 
@@ -272,8 +273,9 @@ def read_connection(request: Request) -> Any:
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
         try:  # either fails when the connection was lost, which the answer already said
+            commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
             with_transaction(connection)
-            if not flushed and getattr(request, "exception", None) is None and connection.in_transaction():
+            if commit and connection.in_transaction():
                 connection.commit()
             connection.close()  # a rollback when still in the transaction
         except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500

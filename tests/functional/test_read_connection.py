@@ -141,15 +141,18 @@ def endings(engine):
     return noting
 
 
-def test_a_read_that_changed_nothing_commits_and_others_roll_back(api, blog, auth_headers, endings):
-    """A read's transaction ends with COMMIT when it changed nothing: for a read COMMIT and ROLLBACK
-    cost the database the same, and psycopg drops its prepared statements at a ROLLBACK (every read
-    then plans its statements again). A read that failed is rolled back."""
+def test_a_read_that_changed_nothing_commits_and_others_roll_back(api, blog, auth_headers, endings, backend):
+    """A read's transaction block ends with COMMIT on psycopg when it changed nothing: for a read
+    COMMIT and ROLLBACK cost the database the same, and psycopg drops its prepared statements at a
+    ROLLBACK (every read then plans its statements again). At READ COMMITTED a read has no
+    transaction block on PostgreSQL (nothing to end); SQLite's reads are rolled back, which costs
+    fewer calls and keeps its statement cache. A read that failed is rolled back."""
     article, headers = blog["hello"], auth_headers(blog["alice"])
     with endings() as ended:
         api.get(f"/api/articles/{article.id}?include=comments.author")
         api.get("/api/articles?include=author&page[size]=2", headers=headers)
-    assert ended == ["commit", "commit"]
+    block = backend == "postgresql" and api.app.registry["db.engine"].dialect.default_isolation_level != "READ COMMITTED"
+    assert ended == (["commit", "commit"] if block else ["rollback", "rollback"])
     with endings() as ended:
         api.get("/api/articles?filter[nope]=1", status=400)
     assert ended in ([], ["rollback"])  # refused before a statement (nothing begun), or rolled back
