@@ -6,7 +6,9 @@ used; ``ours-prod`` the same under production.ini's ``[app:main]`` settings (the
 bench/pgphase.py: only the database URL and the cursor secret replaced, ``PRODUCTION_OVERRIDES``);
 ``ours-noetag`` the same with ``jsonapi.etags = false`` (the ETag cost); ``ours-nometrics`` with
 ``jsonapi.metrics = false`` and ``ours-traced`` with OpenTelemetry spans too (their cost); ``ceiling``
-(bench/ceiling.py), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
+(bench/ceiling.py: DBAPI connections, SQL strings), ``ceiling-core`` (the same on SQLAlchemy Core:
+an engine with ``pool_pre_ping``, ``engine.connect()`` per request, ``text()`` statements; the
+ceiling issue 37's targets name), ``floor`` (bench/floor.py), ``peer`` (bench/peer_app.py, in
 bench/.peer-venv's Python), ``drf`` (bench/drf_app.py, in bench/.drf-venv's Python), ``before``
 (ours from the tree on PYTHONPATH).
 """
@@ -103,6 +105,10 @@ def build(name: str, url: str):
         from ceiling import make_app
 
         return make_app(url)
+    if name == "ceiling-core":
+        from ceiling import make_app
+
+        return make_app(url, core=True)
     if name == "floor":
         from floor import make_app
 

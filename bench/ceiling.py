@@ -21,10 +21,23 @@ Only what the scenarios need is implemented:
 * ``POST /api/articles`` with a bearer token (SHA-256 of the secret looked up in ``tokens``).
 
 ``make_app(url)`` returns the WSGI app and a ``Counter`` (statements run, for bench/counting.py).
+
+``make_app(url, core=True)`` is ``ceiling-core``, the ceiling issue 37's targets are defined
+against ("a hand-written Pyramid + SQLAlchemy Core + orjson ceiling producing the same documents"):
+the same views, SQL and documents, only the database layer differs. An ``Engine`` made from the
+URL with SQLAlchemy's default pool and ``pool_pre_ping=True`` (as production.ini sets it, without
+the service's ``jsonapi.pool_ping_after_seconds``: a ping per checkout); each request runs in
+``with engine.connect() as connection:`` (the pool's checkout, SQLAlchemy's autobegun transaction:
+on PostgreSQL BEGIN before the first statement and ROLLBACK when the connection goes back to the
+pool; a create commits with ``connection.commit()``); statements are ``text()`` objects built once
+(per IN-list length, as the DBAPI ceiling writes its strings) from the same SQL with named binds,
+run by ``connection.execute(statement, params)``; rows are read as ``Row`` tuples. It returns the
+engine as the statement source (bench/counting.py counts its statements and its pings).
 """
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -86,24 +99,39 @@ class Counter:
 
 
 class Database:
-    """One DBAPI connection per waitress thread; the SQL above in the driver's parameter style."""
+    """One DBAPI connection per waitress thread; the SQL above in the driver's parameter style.
+    With ``core``: SQLAlchemy Core on an ``Engine`` instead (the module's text)."""
 
-    def __init__(self, url: str, counter: Counter):
+    def __init__(self, url: str, counter: Counter, core: bool = False):
         parsed = make_url(url)
         self.sqlite = parsed.get_backend_name() == "sqlite"
+        self.core = core
         self.placeholder = "?" if self.sqlite else "%s"
-        if self.sqlite:
+        if core:
+            self.engine = core_engine(url, self.sqlite)
+        elif self.sqlite:
             self.path = parsed.database
         else:
             self.conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-        self.sql = {name: text.replace("{p}", self.placeholder) if "{ids}" not in text else text
-                    for name, text in SQL.items()}
+        self.sql = {name: self.statement(text) for name, text in SQL.items() if "{ids}" not in text}
         self.local = threading.local()
         self.counter = counter
         self.in_lists: dict = {}
         self.opened: list = []
 
+    def statement(self, sql: str):
+        """``sql``'s ``{p}`` in the driver's parameter style, or (Core) a ``text()`` with named binds
+        ``:b0``, ``:b1``, ... in the order of the positional parameters."""
+        if not self.core:
+            return sql.replace("{p}", self.placeholder)
+        from sqlalchemy import text
+
+        parts = sql.split("{p}")
+        return text("".join(part + (f":b{index}" if index < len(parts) - 1 else "") for index, part in enumerate(parts)))
+
     def connection(self):
+        if self.core:  # the request's (``connected``)
+            return self.local.conn
         conn = getattr(self.local, "conn", None)
         if conn is None:
             if self.sqlite:
@@ -119,28 +147,56 @@ class Database:
             self.opened.append(conn)
         return conn
 
+    @contextlib.contextmanager
+    def connected(self):
+        """Core: one pool checkout for the request (``with engine.connect() as connection``)."""
+        with self.engine.connect() as connection:
+            self.local.conn = connection
+            try:
+                yield connection
+            finally:
+                self.local.conn = None
+
+    def commit(self) -> None:
+        """A create's commit: psycopg's connection is in autocommit; sqlite3's and Core's are not."""
+        if self.core or self.sqlite:
+            self.connection().commit()
+
     def close(self) -> None:
         """Closes every thread's connection (the app is not used afterwards)."""
         for conn in self.opened:
             conn.close()
         self.opened.clear()
+        if self.core:
+            self.engine.dispose()
 
     def rows(self, name: str, params=(), ids=None) -> list:
-        sql = self.sql[name]
+        sql = self.sql.get(name)
         if ids is not None:
             key = (name, len(ids))
             sql = self.in_lists.get(key)
             if sql is None:  # an IN list of this length: written once
-                sql = self.in_lists[key] = SQL[name].replace("{ids}", ", ".join([self.placeholder] * len(ids))).replace(
-                    "{p}", self.placeholder)
+                sql = self.in_lists[key] = self.statement(SQL[name].replace("{ids}", ", ".join(["{p}"] * len(ids))))
             params = (*ids, *params)
         self.counter.statements += 1
+        if self.core:
+            return self.local.conn.execute(sql, {f"b{index}": value for index, value in enumerate(params)}).all()
         cursor = self.connection().execute(sql, params)
         return cursor.fetchall()
 
     def time(self, value):
         """SQLite keeps datetimes as text; PostgreSQL gives datetime objects."""
         return dt.datetime.fromisoformat(value) if value.__class__ is str else value
+
+
+def core_engine(url: str, sqlite: bool):
+    """The Core ceiling's engine: SQLAlchemy's default pool, ``pool_pre_ping`` as production.ini."""
+    from sqlalchemy import create_engine, event
+
+    engine = create_engine(url, pool_pre_ping=True)
+    if sqlite:  # as the DBAPI ceiling's connections (and the service's)
+        event.listen(engine, "connect", lambda dbapi_connection, _record: dbapi_connection.execute("PRAGMA foreign_keys=ON"))
+    return engine
 
 
 # -- documents ------------------------------------------------------------------------------------
@@ -431,27 +487,37 @@ def create_article(request):
         return error(request, 422, "invalid article")
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     stamp = now.isoformat(" ") if db.sqlite else now
-    conn = db.connection()
     owner = db.rows("token", (hashlib.sha256(auth[7:].encode()).hexdigest(), stamp))
     if not owner:
         return error(request, 401, "bad token")
     row = db.rows("insert", (title, attributes.get("body"), status, owner[0][0], stamp, stamp))[0]
-    if db.sqlite:
-        conn.commit()
+    db.commit()
     resource = article(db, base, row)
     response = respond(request, {"jsonapi": JSONAPI, "data": resource, "links": {"self": resource["links"]["self"]}}, 201)
     response.headers["Location"] = resource["links"]["self"]
     return response
 
 
-def make_app(url: str):
-    """The WSGI app and its statement counter."""
+def in_connection(view):
+    """``view`` inside one Core connection (``Database.connected``): the Core ceiling's views."""
+    def run(request):
+        with request.registry["db"].connected():
+            return view(request)
+
+    return run
+
+
+def make_app(url: str, core: bool = False):
+    """The WSGI app and what bench/counting.py counts its statements on: the ``Counter``, or with
+    ``core`` the engine (statements and pool pings)."""
     counter = Counter()
+    db = Database(url, counter, core)
+    wrap = in_connection if core else (lambda view: view)
     with Configurator() as config:
-        config.registry["db"] = Database(url, counter)
+        config.registry["db"] = db
         config.add_route("articles", "/api/articles")
         config.add_route("article", "/api/articles/{id}")
-        config.add_view(list_articles, route_name="articles", request_method="GET")
-        config.add_view(create_article, route_name="articles", request_method="POST")
-        config.add_view(show_article, route_name="article", request_method="GET")
-    return config.make_wsgi_app(), counter
+        config.add_view(wrap(list_articles), route_name="articles", request_method="GET")
+        config.add_view(wrap(create_article), route_name="articles", request_method="POST")
+        config.add_view(wrap(show_article), route_name="article", request_method="GET")
+    return config.make_wsgi_app(), db.engine if core else counter

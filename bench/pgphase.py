@@ -1,15 +1,19 @@
-"""The PostgreSQL phase of ``make bench`` (issue 37): ours under production.ini beside the lean
-ceiling on the same rows, one connection, interleaved run by run, with the service's and the
-database's CPU per request and the statements PostgreSQL receives per request.
+"""The PostgreSQL phase of ``make bench`` (issue 37): ours under production.ini beside two
+ceilings on the same rows, the lean one (DBAPI) and the SQLAlchemy Core one (the ceiling issue
+37's targets are defined against), one connection, interleaved run by run, with the service's and
+the database's CPU per request and the statements PostgreSQL receives per request.
 
 * **The database**: ``jsonapi_bench_pg`` made on ``BENCH_PG_URL``'s server (127.0.0.1:5432),
   seeded with ``jsonapi-pyramid-initdb --demo --scale BENCH_SCALE`` (the SQLite phase's rows),
   ``VACUUM ANALYZE``d (statistics in place, nothing left for autovacuum), dropped at the end.
 * **The apps**: ``ours-prod`` (bench/apps.py: production.ini's ``[app:main]`` settings, only the
-  database URL and the cursor secret replaced) and ``ceiling`` (bench/ceiling.py, psycopg in
-  autocommit), each under bench/serve.py (waitress, 4 threads), each with its own
-  ``application_name`` in its URL (``bench_ours``, ``bench_ceiling``) so that its PostgreSQL
-  backends are found in ``pg_stat_activity``.
+  database URL and the cursor secret replaced), ``ceiling`` (bench/ceiling.py, psycopg in
+  autocommit) and ``ceiling-core`` (bench/ceiling.py's ``make_app(url, core=True)``: the same
+  documents through SQLAlchemy Core, an engine with ``pool_pre_ping``, ``engine.connect()`` per
+  request), each under bench/serve.py (waitress, 4 threads), each with its own
+  ``application_name`` in its URL (``bench_ours``, ``bench_ceiling``, ``bench_ceiling_core``) so
+  that its PostgreSQL backends are found in ``pg_stat_activity``. Each ceiling's documents are
+  compared with ours (bench/selfcheck.py's rule) before timing.
 * **Statements as PostgreSQL sees them**: the server has no ``pg_stat_statements`` loaded (it needs
   ``shared_preload_libraries`` and a restart, not done to a shared server; used when present is
   not implemented). While the documents are checked and probed (sequential requests), the bench
@@ -23,12 +27,12 @@ database's CPU per request and the statements PostgreSQL receives per request.
   the server process (bench/counting.py: statements without transaction control, and pings by
   wrapping the dialect's ``do_ping``). Then the setting is reset and both servers are started
   again, so the timed runs log nothing. Without a readable log the columns from it say so.
-* **Timed runs**: per scenario a warm-up of 5 requests per app, then ``RUNS`` x (ours, ceiling)
-  wrk runs at one connection; before and after each run, utime + stime of the server process and
+* **Timed runs**: per scenario a warm-up of 5 requests per app, then ``RUNS`` x (ours, ceiling,
+  ceiling-core) wrk runs at one connection; before and after each run, utime + stime of the server process and
   of every backend with the app's ``application_name`` (``/proc/<pid>/stat``). rps: the median
   run; CPU per request: all runs' CPU over all runs' requests.
 * **S5 writes**: it runs last, and its rows accumulate (accepted: no scenario runs after it on
-  this database; both apps insert into the same table, interleaved).
+  this database; the apps insert into the same table, interleaved).
 * **EXPLAIN**: bench/explain.py on the same database (S2, S3, S7p; ``BENCH_EXPLAIN``, default
   bench/EXPLAIN.md).
 
@@ -50,13 +54,16 @@ HERE = pathlib.Path(__file__).resolve().parent
 DATABASE = "jsonapi_bench_pg"
 #: S5 last: its rows accumulate and no other scenario reads after it.
 ALL_SCENARIOS = ("S1", "S1r", "S2", "S3", "S4", "S6c", "S7p", "S5")
-#: name in the report -> (bench/apps.py's app, application_name, autocommit)
-APPS = {"ours": ("ours-prod", "bench_ours"), "ceiling": ("ceiling", "bench_ceiling")}
+#: name in the report -> (bench/apps.py's app, application_name)
+APPS = {"ours": ("ours-prod", "bench_ours"), "ceiling": ("ceiling", "bench_ceiling"),
+        "ceiling-core": ("ceiling-core", "bench_ceiling_core")}
+#: The ceilings ours is compared with: the lean one, and the Core one issue 37's targets name.
+CEILINGS = ("ceiling", "ceiling-core")
 MODE = os.environ.get("BENCH_POSTGRESQL", "1")
 WARM = 5
 #: Fixed seconds of the phase besides its wrk runs (measured on the 2-core machine: seed ~25 s,
-#: servers twice ~15 s, checks and probes ~15 s, EXPLAIN ~10 s).
-FIXED_S = 65
+#: servers twice ~20 s, checks and probes ~20 s, EXPLAIN ~10 s).
+FIXED_S = 75
 _LOGGED = re.compile(r"LOG:\s+(?:statement|execute [^:]*):\s*(.*)")
 _PID = re.compile(r"\[(\d+)\]")
 
@@ -237,10 +244,11 @@ def run(runner, binary: str, duration: int) -> dict:
                 requests[(scenario, name)] = request
                 bodies[name] = (cell.pop("status"), cell.pop("body"), server.base)
                 out["probes"][f"{scenario}|{name}"] = cell
-            if len(bodies) == 2:
-                out["identity"][scenario] = compare(scenario, bodies["ours"], bodies["ceiling"])
-                runner.log(f"PG {scenario}: ceiling "
-                           f"{'byte-identical' if out['identity'][scenario] is None else 'DIFFERS: ' + out['identity'][scenario]}")
+            for ceiling in CEILINGS:  # scenario -> ceiling -> None (byte-identical) or the difference
+                if "ours" in bodies and ceiling in bodies:
+                    found = out["identity"].setdefault(scenario, {})[ceiling] = compare(
+                        scenario, bodies["ours"], bodies[ceiling])
+                    runner.log(f"PG {scenario}: {ceiling} {'byte-identical' if found is None else 'DIFFERS: ' + found}")
         if logfile:
             admin.execute(text(f'ALTER DATABASE "{DATABASE}" RESET log_statement'))
             for server in servers.values():
@@ -267,7 +275,7 @@ def run(runner, binary: str, duration: int) -> dict:
                         "database_us": sum(r["cpu_database"] for r in runs[name]) / total * 1e6,
                         "backends": max(r["backends"] for r in runs[name])}
                 out["results"][f"{scenario}|{name}"] = cell
-                runner.log(f"PG {scenario:4} {name:8} c=1: {cell['rps']:8.1f} rps  runs {cell['runs_rps']}  CPU us/req: "
+                runner.log(f"PG {scenario:4} {name:12} c=1: {cell['rps']:8.1f} rps  runs {cell['runs_rps']}  CPU us/req: "
                            f"service {cell['service_us']:.0f}, database {cell['database_us']:.0f} "
                            f"({cell['backends']} backend(s))  errors {cell['errors']}")
         finished = True

@@ -306,10 +306,10 @@ def previous_section(run: dict) -> list[str]:
 
 
 def other_apps_section(run: dict) -> list[str]:
-    """peer and before, when they ran."""
+    """peer, before and ceiling-core (BENCH_APPS), when they ran."""
     results = run["results"]
     lines = []
-    for app in ("peer", "before"):
+    for app in ("peer", "before", "ceiling-core"):
         rows = []
         for scenario in run["scenarios"]:
             for conns in run["connections"]:
@@ -319,7 +319,8 @@ def other_apps_section(run: dict) -> list[str]:
                     rows.append(f"| {scenario} | {conns} | {r['rps']:.1f} | {f1(o)} | {ratio(o, r['rps'])} | "
                                 f"{results[(scenario, app)]['statements']:g} | {results[(scenario, app)]['peak_mib']} |")
         if rows:
-            title = "pyramid-jsonapi 2.2.13 (BENCH_PEER=1)" if app == "peer" else f"before ({run['before']})"
+            title = {"peer": "pyramid-jsonapi 2.2.13 (BENCH_PEER=1)", "before": f"before ({run['before']})",
+                     "ceiling-core": "ceiling-core: the ceiling on SQLAlchemy Core (BENCH_APPS)"}[app]
             lines += ["", f"## {title}", "", f"| scenario | conns | {app} rps | ours rps | ours / {app} | stmts/req | peak MiB |",
                       "|---|---|---|---|---|---|---|", *rows]
     return lines

@@ -9,6 +9,9 @@ machine; bench/apps.py builds them, bench/serve.py serves one under waitress):
 * ``ours-nometrics`` the same with ``jsonapi.metrics = false``, and ``ours-traced`` with OpenTelemetry
   spans too, dropped by their exporter (S1 and S5 only: the cost of metrics, and of traces);
 * ``ceiling``     bench/ceiling.py, the lean ceiling (byte-identical documents, checked first);
+* ``ceiling-core`` the same on SQLAlchemy Core (an engine, ``engine.connect()`` per request): the
+                  ceiling issue 37's targets name; in the PostgreSQL phase always, in the SQLite
+                  phase only when named in BENCH_APPS (its runs would shorten the others');
 * ``floor``       bench/floor.py, the same Pyramid serving a constant body of ours' answer's size;
 * ``peer``        pyramid-jsonapi 2.2.13 in bench/.peer-venv (only with BENCH_PEER=1);
 * ``drf``         Django REST framework JSON:API in bench/.drf-venv (bench/drf_app.py; only with
@@ -511,6 +514,13 @@ def check_and_probe(servers: dict, scenarios: list[str], f: dict, results: dict,
             identity[scenario] = compare(scenario, (ours["status"], ours["body"], servers["ours"].base),
                                          (ceiling["status"], ceiling["body"], servers["ceiling"].base))
             log(f"{scenario}: ceiling {'byte-identical' if identity[scenario] is None else 'DIFFERS: ' + identity[scenario]}")
+        core = results.get((scenario, "ceiling-core"))
+        if ours and core:  # (BENCH_APPS named it) a difference is a note of the report
+            found = compare(scenario, (ours["status"], ours["body"], servers["ours"].base),
+                            (core["status"], core["body"], servers["ceiling-core"].base))
+            if found is not None:
+                notes[(scenario, "ceiling-core")] = f"its body DIFFERS from ours: {found}"
+            log(f"{scenario}: ceiling-core {'byte-identical' if found is None else 'DIFFERS: ' + found}")
         drf = results.get((scenario, "drf"))
         if ours and drf and drf_differences is not None:
             found = drf_differences[scenario] = differences(scenario, ours["body"], drf["body"])
@@ -554,7 +564,8 @@ def calls_phase(seed_url: str, scenarios: list[str]) -> dict:
     url = seed_url
     if seed_url.startswith("sqlite"):
         url = app_database(seed_url, "calls")
-    apps = ",".join(a for a in ("ours", "ours-noetag", "ours-nometrics", "ours-traced", "ceiling", "floor") if a in APPS)
+    apps = ",".join(a for a in ("ours", "ours-noetag", "ours-nometrics", "ours-traced", "ceiling", "ceiling-core", "floor")
+                    if a in APPS)
     out = OUT / "calls.json"
     out.unlink(missing_ok=True)
     command = [sys.executable, str(HERE / "calls.py"), url, "--apps", apps, "--scenarios", ",".join(scenarios),
@@ -706,7 +717,7 @@ def main() -> int:
     try:
         for app in APPS:
             database = app_database(url, app)
-            if app in ("ceiling", "drf") and database not in tokened:  # no token endpoint: a token row
+            if app in ("ceiling", "ceiling-core", "drf") and database not in tokened:  # no token endpoint: a token row
                 add_ceiling_token(database, f["user_id"])  # (once: on PostgreSQL the apps share a database)
                 tokened.add(database)
             try:

@@ -2,7 +2,8 @@
 (bench/calls.py, bench/selfcheck.py) alike, through a ``Client``.
 
 Applications: ``ours`` (the reference service; ``ours-noetag`` the same without ETags), ``ceiling``
-(bench/ceiling.py), ``floor`` (bench/floor.py: a constant body of the size of ours' answer),
+(bench/ceiling.py; ``ceiling-core`` the same on SQLAlchemy Core, asked what ``ceiling`` is asked),
+``floor`` (bench/floor.py: a constant body of the size of ours' answer),
 ``peer`` (pyramid-jsonapi, optional), ``drf`` (Django REST framework JSON:API, optional: the same
 query strings as ours where it understands them), ``before`` (ours from an older tree).
 """
@@ -111,7 +112,7 @@ def etag_of(body: bytes) -> str:
 
 def build(app: str, scenario: str, client: Client, facts: dict, context: dict) -> Request:
     """The request ``app`` gets for ``scenario`` (``context`` collects walk timings)."""
-    kind = "ours" if app in OURS_LIKE else app
+    kind = "ours" if app in OURS_LIKE else "ceiling" if app == "ceiling-core" else app
     if scenario in ("S1", "S2", "S2m"):
         size = "100" if scenario == "S2m" else "50"
         extra = {} if scenario == "S1" else {"include": "author,comments,tags"}

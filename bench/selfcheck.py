@@ -1,5 +1,6 @@
 """The ceiling answers with the reference service's documents, byte for byte:
-``selfcheck.py [DB_URL]`` (in-process, every scenario; exit status 1 on a difference).
+``selfcheck.py [DB_URL]`` (in-process, every scenario, both ceilings: ``ceiling`` and
+``ceiling-core``; exit status 1 on a difference).
 
 ``compare(scenario, ours, ceiling)`` is what bench/run.py applies to the probe answers of every
 scenario over HTTP before timing, and tests/functional/test_bench_ceiling.py runs ``check`` over a
@@ -118,21 +119,29 @@ def differences(scenario: str, ours: bytes, peer: bytes) -> list[str]:
     return out
 
 
-def check(ours_url: str, ceiling_url: str, facts: dict, scenarios=None) -> dict:
-    """Scenario -> None (identical) or the difference, in-process."""
+def check(ours_url: str, ceilings: dict[str, str], facts: dict, scenarios=None) -> dict:
+    """Ceiling app (``ceiling``, ``ceiling-core``) -> scenario -> None (identical) or the
+    difference, in-process; ``ceilings`` maps each ceiling app to its database URL. Every app is
+    asked each scenario once, in one pass (ours creates one article in S5, as each ceiling does)."""
     from apps import build as build_app
 
-    (ours, engine), (ceiling, _counter) = build_app("ours", ours_url), build_app("ceiling", ceiling_url)
-    clients = {"ours": WsgiClient(ours), "ceiling": WsgiClient(ceiling)}
+    ours, engine = build_app("ours", ours_url)
+    clients = {"ours": WsgiClient(ours)}
+    built = []
     try:
+        for app, url in ceilings.items():
+            wsgi, _source = build_app(app, url)
+            built.append(wsgi)
+            clients[app] = WsgiClient(wsgi)
         return _check(clients, facts, scenarios)
     finally:
         engine.dispose()
-        ceiling.registry["db"].close()
+        for wsgi in built:
+            wsgi.registry["db"].close()
 
 
 def _check(clients: dict, facts: dict, scenarios) -> dict:
-    out = {}
+    out: dict = {app: {} for app in clients if app != "ours"}
     for scenario in scenarios or SCENARIOS:
         answers = {}
         try:
@@ -142,9 +151,11 @@ def _check(clients: dict, facts: dict, scenarios) -> dict:
                                                          {"Accept": MEDIA, **request.headers})
                 answers[app] = (status, body, client.base)
         except Unavailable as reason:
-            out[scenario] = f"unavailable: {reason}"
+            for differences in out.values():
+                differences[scenario] = f"unavailable: {reason}"
             continue
-        out[scenario] = compare(scenario, answers["ours"], answers["ceiling"])
+        for app, differences in out.items():
+            differences[scenario] = compare(scenario, answers["ours"], answers[app])
     return out
 
 
@@ -155,18 +166,21 @@ def main() -> int:
         url = sys.argv[1]
     else:
         url = seed()
-    ceiling_url = url
-    if url.startswith("sqlite"):
+    ceilings = {"ceiling": url, "ceiling-core": url}
+    if url.startswith("sqlite"):  # each its own copy: their creates (S5) stay apart
         path = pathlib.Path(url.split("///", 1)[1])
-        copy = OUT / "selfcheck-ceiling.sqlite"
-        shutil.copyfile(path, copy)
-        ceiling_url = f"sqlite:///{copy}"
+        for app in ceilings:
+            copy = OUT / f"selfcheck-{app}.sqlite"
+            shutil.copyfile(path, copy)
+            ceilings[app] = f"sqlite:///{copy}"
     f = facts(url)
-    add_ceiling_token(ceiling_url, f["user_id"])
+    for ceiling_url in set(ceilings.values()):
+        add_ceiling_token(ceiling_url, f["user_id"])
     failures = 0
-    for scenario, difference in check(url, ceiling_url, f).items():
-        print(f"{scenario}: {'identical' if difference is None else difference}")
-        failures += difference is not None
+    for app, found in check(url, ceilings, f).items():
+        for scenario, difference in found.items():
+            print(f"{app} {scenario}: {'identical' if difference is None else difference}")
+            failures += difference is not None
     return 1 if failures else 0
 
 

@@ -1,7 +1,7 @@
 """Start one benchmarked application under waitress on 127.0.0.1: ``serve.py APP PORT DATABASE_URL``.
 
-APP is one of bench/apps.py's names (``ours``, ``ours-noetag``, ``ceiling``, ``floor``, ``peer``
-run with bench/.peer-venv's Python, ``drf`` with bench/.drf-venv's, ``before``). Each is wrapped in ``counting.Counting``.
+APP is one of bench/apps.py's names (``ours``, ``ours-noetag``, ``ceiling``, ``ceiling-core``, ``floor``,
+``peer`` run with bench/.peer-venv's Python, ``drf`` with bench/.drf-venv's, ``before``). Each is wrapped in ``counting.Counting``.
 BENCH_THREADS: waitress threads (4). Where ``jsonapi_blog`` imports (not in the peers' venvs),
 waitress keeps connections open after 204 and 304 as the reference service's runner does
 (``jsonapi_blog.server.keep_bodyless_answers_open``), for every app alike.
