@@ -255,11 +255,9 @@ def is_http_read(request: Request) -> bool:
 def read_connection(request: Request) -> Any:
     """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
-    when something asks for one. When the request is finished a transaction block of psycopg is
-    committed if the read flushed nothing through the session and raised nothing (for a read COMMIT
-    costs what ROLLBACK does, and psycopg drops its prepared statements at a ROLLBACK:
-    ``connection.ends_with_commit``); otherwise, and on other drivers, it is rolled back, a flush
-    with a warning: writes belong to POST, PATCH and DELETE."""
+    when something asks for one. When the request is finished its transaction is committed where
+    that keeps psycopg's prepared statements (``connection.ends_with_commit``) if the read flushed
+    nothing and raised nothing, else rolled back, a flush with a warning: writes are POST's, PATCH's."""
     connection = _replica_connection(request) or request.registry["db.engine"].connect()
     without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
 
