@@ -257,7 +257,7 @@ def read_connection(request: Request) -> Any:
     library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
     when something asks for one. When the request is finished its transaction is committed where
     that keeps psycopg's prepared statements (``connection.ends_with_commit``) if the read flushed
-    nothing and raised nothing, else rolled back, a flush with a warning: writes are POST's, PATCH's."""
+    nothing and raised nothing, else rolled back, a flush with a warning (writes belong to POST, PATCH, DELETE)."""
     connection = _replica_connection(request) or request.registry["db.engine"].connect()
     without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
 
