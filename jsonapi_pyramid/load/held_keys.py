@@ -1,7 +1,8 @@
 """Many-to-one includes read by the targets' ids: when a level of the include tree continues
 through a relationship whose foreign key the parents hold (``Relationship.held_target_keys``), the
-statement that reads the parents selects that key too, after their record's columns (labelled
-``jsonapi_held_<relationship>_<part>``), and the targets are read by it:
+statement that reads the parents (a page, an include node) selects that key too, after their
+record's columns (labelled ``jsonapi_held_<relationship>_<part>``; an item's record holds every
+column already), and the targets are read by it:
 ``SELECT <target record> FROM target WHERE target.id = ANY(:ids)`` with the target's visibility,
 one statement per include node as every include has. A parent whose key is NULL, or names a
 row the caller may not see, has null linkage, as through a join.
@@ -13,17 +14,18 @@ plan was a hash join over the whole target table.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import select
 from sqlalchemy.engine import Row
 
+from ..connection import execute
 from ..identifiers import CompositeId
 from .idlists import bind_ids, ids_in
-from .loading import read_records
 
-__all__ = ["held_columns", "held_getter", "held_names", "held_pairs"]
+__all__ = ["held_columns", "held_getter", "held_names", "held_pairs", "held_width"]
 
 _IDS = "jsonapi_held_ids"
 _ID = "jsonapi_held_id"
@@ -47,6 +49,11 @@ def held_columns(definition: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
                  for name in names for part, key in enumerate(definition.relationships[name].held_target_keys))
 
 
+def held_width(definition: Any, names: tuple[str, ...]) -> int:
+    """How many columns ``held_columns(definition, names)`` selects."""
+    return sum(len(definition.relationships[name].held_target_keys) for name in names)
+
+
 def held_getter(parent: Any, relationship: Any) -> Callable[[Any], Any] | None:
     """The reader of the target id a parent holds for ``relationship`` (None when its key is
     NULL), from a record shaped like ``parent``: the labelled key columns (``held_columns``) or,
@@ -61,8 +68,7 @@ def held_getter(parent: Any, relationship: Any) -> Callable[[Any], Any] | None:
         return None
     positions = [fields.index(name) for name in names]
     if len(positions) == 1:
-        position = positions[0]
-        return lambda row: row[position]
+        return itemgetter(positions[0])
 
     def composite(row: Any) -> Any:
         value = CompositeId(row[position] for position in positions)
@@ -87,7 +93,7 @@ def held_pairs(request: Request, statements: Any, relationship: Any, parents: li
     parameters: dict[str, Any] = ({_ID: next(iter(ids))} if one
                                   else {_IDS: bind_ids(target.id_key.listed(), ids, dialect)})
     statement = statements.get(request, key, lambda: _held_statement(request, target, names, dialect, one), parameters)
-    found = {target.id_of(row): row for row in read_records(request, statement, parameters)}
+    found = {target.id_of(row): row for row in execute(request, statement, parameters).all()}
     pairs = []
     for parent_id in sorted(held):
         member = found.get(held[parent_id])
