@@ -57,7 +57,8 @@ def held_width(definition: Any, names: tuple[str, ...]) -> int:
 def held_getter(parent: Any, relationship: Any) -> Callable[[Any], Any] | None:
     """The reader of the target id a parent holds for ``relationship`` (None when its key is
     NULL), from a record shaped like ``parent``: the labelled key columns (``held_columns``) or,
-    in an item's record, the key's own attributes. None when the record holds neither."""
+    in an item's record, the key's own attributes. None when the record holds neither. The
+    parents of one level come from one statement (or are one value), so they share one shape."""
     keys = relationship.held_target_keys
     if keys is None or not isinstance(parent, Row):
         return None

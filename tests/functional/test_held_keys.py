@@ -12,6 +12,8 @@ from sqlalchemy import update
 from jsonapi_blog.models import Comment
 from jsonapi_pyramid.contract import get_registry
 
+CURSOR = 'application/vnd.api+json; profile="http://jsonapi.org/profiles/ethanresnick/cursor-pagination/"'
+
 
 def joined_documents(client, registry, patch_frozen, relationships, requests):
     """Each request's document read with the held keys, then with the join, as (held, joined) pairs."""
@@ -41,11 +43,15 @@ def test_the_blog_to_ones_read_by_key_are_the_joined_documents(api, blog, db, ws
         (f"/api/articles/{draft.id}?include=comments.author,author", {"headers": alice}),
         ("/api/articles?include=comments.author,author&sort=id", {}),
         ("/api/comments?include=author,article.author&sort=id", {"headers": alice}),
+        ("/api/articles?include=author,comments.author&sort=-createdAt&page[size]=2", {"headers": {"Accept": CURSOR}}),
     ]
     with count_statements() as statements:
         api.get(requests[0][0])
     assert len(statements) == 3, statements
     assert "JOIN" not in statements[-1].upper() and "FROM users" in statements[-1], statements[-1]
+    with count_statements() as statements:  # a page's rows hold the key too
+        api.get("/api/articles?include=author")
+    assert len(statements) == 2 and "JOIN" not in statements[1].upper() and "FROM users" in statements[1], statements
     pairs = joined_documents(api, registry, patch_frozen, [("comments", "author"), ("comments", "article"),
                                                            ("articles", "author")], requests)
     for (url, _kwargs), (held, joined) in zip(requests, pairs, strict=True):
