@@ -22,6 +22,9 @@ sides, and every fact about the mapping the loaders, validators and the OpenAPI 
                             NOT NULL: a member cannot be unlinked (move it or delete it)
 ``kept_parent_id``          (column holding the owner's id on the target side, association join or
                             None), or (None, None): where an include reads the parent id
+``held_target_keys``        a plain many-to-one to a target read as records: the owner's attribute
+                            keys holding the target's id parts (in the id's order), so an include
+                            reads the targets by id (``load.held_keys``); else None
 ``inverse``                 the target's ``RelationshipProperty`` named by ``mapped_by``
 ==========================  ================================================================
 """
@@ -33,7 +36,10 @@ from typing import Any, cast
 
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import inspect
-from sqlalchemy.orm import RelationshipDirection, RelationshipProperty
+from sqlalchemy.orm import ColumnProperty, RelationshipDirection, RelationshipProperty
+from sqlalchemy.orm.exc import UnmappedColumnError
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BooleanClauseList
 
 from .declaration import Frozen
 from .hints import did_you_mean
@@ -70,6 +76,7 @@ class Relationship(Frozen):
         self.unique = False
         self.members_stay_linked = False
         self.kept_parent_id: tuple[Any, ...] = (None, None)
+        self.held_target_keys: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} -> {self.target.__name__}>"
@@ -133,6 +140,7 @@ class Relationship(Frozen):
                 # one-to-one held by the other side: clearing it would orphan the other row's key
                 self.nullable = members_nullable
         self.kept_parent_id = self._kept_parent_id(owner)
+        self.held_target_keys = self._held_target_keys(owner)
 
     def _kept_parent_id(self, owner: Any) -> tuple[Any, ...]:
         """(column holding the owner's id on the target side, (association table, its join to the
@@ -150,6 +158,37 @@ class Relationship(Frozen):
         if prop.direction is ONETOMANY:
             return kept, None
         return None, None
+
+    def _held_target_keys(self, owner: Any) -> tuple[str, ...] | None:
+        """The owner's attribute keys of the foreign key columns holding the target's id parts,
+        in the order of the target's key, when the relationship is a many-to-one joined on exactly
+        those columns (no secondary table, no other condition) to a target read as records that
+        is the relationship's own mapped class (not a subclass, not single-table inheritance, not
+        a polymorphic family: each would add a condition to the join). Else None."""
+        prop = cast("RelationshipProperty[Any]", self.prop)
+        target = self.target_definition
+        if (prop.direction is not MANYTOONE or prop.secondary is not None or target.record_columns is None
+                or target.subtypes or prop.mapper.class_ is not target.model or prop.mapper.single):
+            return None
+        remote_to_local = {remote: local for local, remote in prop.local_remote_pairs}
+        if len(remote_to_local) != len(target.id_key.columns) or any(c not in remote_to_local for c in target.id_key.columns):
+            return None
+        primaryjoin = prop.primaryjoin
+        clauses = (primaryjoin.clauses if isinstance(primaryjoin, BooleanClauseList) and primaryjoin.operator is operators.and_
+                   else (primaryjoin,))
+        pairs = tuple(remote_to_local.items())
+        if len(clauses) != len(pairs) or not all(
+                any(clause.compare(local == remote) or clause.compare(remote == local) for remote, local in pairs)
+                for clause in clauses):
+            return None
+        owner_mapper: Any = inspect(owner.model)
+        try:
+            properties = [owner_mapper.get_property_by_column(remote_to_local[c]) for c in target.id_key.columns]
+        except UnmappedColumnError:
+            return None
+        if not all(isinstance(p, ColumnProperty) and len(p.columns) == 1 for p in properties):
+            return None
+        return tuple(p.key for p in properties)
 
     def _resolve_mapped_by(self, where: str) -> RelationshipProperty[Any]:
         target_mapper: Any = inspect(self.target)

@@ -18,6 +18,7 @@ from ..contract import get_registry
 from ..identifiers import CompositeId
 from ..parse.include_paging import IncludePage
 from ..parse.query import QueryPlan
+from .held_keys import held_columns, held_getter, held_names, held_pairs
 from .idlists import bind_ids, dialect_of, ids_in
 from .include_pages import PageMarks, page_members, page_parameters, paged_statement
 from .loading import Loaded, load_metas, read_records
@@ -72,7 +73,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         relationship = definition.relationships[name]
         target = relationship.target_definition
         page = pages.get(prefix + name)
-        pairs, windows = _include_pairs(request, statements, definition, relationship, parameters, page, (dialect, one))
+        pairs, windows = _node_pairs(request, statements, definition, relationship, parents, parameters, page, subtree, (dialect, one))
         child_id = target.id_of
         marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
         cursors = marks if marks is not None and marks.codec is not None else None  # marks members and edges
@@ -110,25 +111,38 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
 
 
+def _node_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parents: list[Any], parameters: Any,
+                page: Any, subtree: dict[Any, Any], shape: tuple[Any, bool]) -> tuple[list[Any], dict[Any, Any] | None]:
+    """``_include_pairs``, or for a many-to-one whose key the parents hold, the targets read by
+    that key (``held_keys``); either statement selects the keys its members hold for ``subtree``."""
+    target = relationship.target_definition
+    getter = held_getter(parents[0], relationship) if page is None else None
+    names = held_names(target, subtree) if target.record_columns is not None else ()
+    if getter is not None:
+        return held_pairs(request, statements, relationship, parents, definition.id_of, getter, (shape[0], names)), None
+    return _include_pairs(request, statements, definition, relationship, parameters, page, (*shape, names))
+
+
 def _include_pairs(request: Request, statements: Any, definition: Any, relationship: Any, parameters: Any,
-                   page: Any, shape: tuple[Any, bool]) -> tuple[list[Any], dict[Any, Any] | None]:
+                   page: Any, shape: tuple[Any, bool, tuple[str, ...]]) -> tuple[list[Any], dict[Any, Any] | None]:
     """(parent id, member) pairs of one include node, and (for a paged node: ``page``, an
     ``IncludePage``) each parent's ``Window`` (count, and where its page lies); one statement either way.
-    ``shape``: the dialect, and whether there is one parent (``_include_base``)."""
+    ``shape``: the dialect, whether there is one parent (``_include_base``), and the relationships
+    whose keys the members' records hold for the next level (``held_keys``)."""
     target = relationship.target_definition
     records = target.record_columns is not None
     parameters = dict(parameters)  # with this node's visibility values
     parents = len(definition.id_key.attributes)  # a composite parent id is read as its columns
     if page is None:
-        statement = statements.get(request, ("include", definition, relationship.name, shape[0].name, shape[1]),
+        statement = statements.get(request, ("include", definition, relationship.name, shape[0].name, *shape[1:]),
                                    lambda: _include_statement(request, statements, definition, relationship, shape), parameters)
-        if records:  # (*record columns, parent id)
+        if records:  # (*record columns, *held keys, parent id)
             if parents > 1:
                 return [(CompositeId(row[-parents:]), row) for row in read_records(request, statement, parameters)], None
             return [(row[-1], row) for row in read_records(request, statement, parameters)], None
         rows = request.dbsession.execute(statement, parameters).all()  # (parent id, instance)
         return (rows if parents == 1 else [(CompositeId(row[:parents]), row[parents]) for row in rows]), None
-    key = ("include paged", definition, relationship.name, page.shape, shape[0].name, shape[1])
+    key = ("include paged", definition, relationship.name, page.shape, shape[0].name, *shape[1:])
     statement = statements.get(request, key, lambda: paged_statement(
         _include_statement(request, statements, definition, relationship, shape), target, records, page.shape, parents), parameters)
     parameters.update(page_parameters(page))
@@ -136,7 +150,8 @@ def _include_pairs(request: Request, statements: Any, definition: Any, relations
     return page_members(rows, records, page, parents)
 
 
-def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any, shape: tuple[Any, bool]) -> Any:
+def _include_statement(request: Request, statements: Any, definition: Any, relationship: Any,
+                       shape: tuple[Any, bool, tuple[str, ...]]) -> Any:
     """``SELECT target ..., <parent id> ... WHERE <parent id> IN (:jsonapi_parent_ids)`` of one relationship
     (the list bound as one parameter where the dialect allows: ``idlists``; ``= :jsonapi_parent_id`` for one
     parent), built once per application and ``shape`` (the dialect, and whether there is one parent; kept in
@@ -151,13 +166,13 @@ def _include_statement(request: Request, statements: Any, definition: Any, relat
     key, it joins from the owner, through the mapping: with a visibility rule (often an EXISTS on
     another table) the planner then starts from the page's rows, where from the target alone
     PostgreSQL chose to scan the whole table of the rule."""
-    statement = statements.get(request, ("include base", definition, relationship.name, shape[0].name, shape[1]),
+    statement = statements.get(request, ("include base", definition, relationship.name, shape[0].name, *shape[1:]),
                                lambda: _include_base(definition, relationship, *shape))
     criterion = relationship.target_definition.visibility(request)
     return statement if criterion is None else statement.where(criterion)
 
 
-def _include_base(definition: Any, relationship: Any, dialect: Any, one: bool = False) -> Any:
+def _include_base(definition: Any, relationship: Any, dialect: Any, one: bool = False, held: tuple[str, ...] = ()) -> Any:
     """The statement of ``_include_statement`` without visibility. ``one``: of one parent, whose id is
     compared (``= :jsonapi_parent_id``) rather than listed: PostgreSQL plans a statement with an id
     list bound as one array for every run when the list is short (its generic plan assumes ten ids),
@@ -177,9 +192,11 @@ def _include_base(definition: Any, relationship: Any, dialect: Any, one: bool = 
             start = start.join(*association)
     if target.record_columns is None:
         columns = (*parent_columns, target.model)
-    elif len(parent_columns) == 1:
-        columns = (*target.record_columns, parent_id.label("jsonapi_parent_id"))
-    else:  # a composite parent id: its columns last, in order
-        columns = (*target.record_columns, *(column.label(f"jsonapi_parent_id_{index}") for index, column in enumerate(parent_columns)))
+    else:  # the keys the next level reads its targets by (``held``) after the record, then the parent id
+        record = (*target.record_columns, *held_columns(target, held))
+        if len(parent_columns) == 1:
+            columns = (*record, parent_id.label("jsonapi_parent_id"))
+        else:  # a composite parent id: its columns last, in order
+            columns = (*record, *(column.label(f"jsonapi_parent_id_{index}") for index, column in enumerate(parent_columns)))
     where = parent_id == bindparam("jsonapi_parent_id", type_=parent_id.type) if one else ids_in(parent_id, "jsonapi_parent_ids", dialect)
     return start.add_columns(*columns).where(where).order_by(*parent_columns, *target_id)

@@ -19,6 +19,7 @@ lists, counts, includes, related reads, linkage reads and (in ``filtering``) the
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -32,6 +33,7 @@ from ..identifiers import CompositeId
 from ..parse.query import Page, QueryPlan
 from .counts import count, estimated_count
 from .filtering import filter_parameters, filter_shape, filters_criterion
+from .held_keys import held_columns, held_names, held_width
 from .idlists import bind_ids, dialect_of, ids_in
 from .keyset import CursorPage, OrderKey, load_cursor_page
 from .sorting import sort_keys
@@ -108,7 +110,12 @@ def _collection_parts(request: Request, definition: Any, plan: Any, *, parent: A
 def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan, *, parent: Any = None) -> Loaded:
     """The primary rows of a collection read: one page, plus the count when asked for."""
     records = definition.record_columns
-    leading = records if records is not None else (definition.model,)
+    held = held_names(definition, plan.include) if records is not None else ()  # keys the includes read by (held_keys)
+
+    def leading() -> tuple[Any, ...]:  # made only when a statement is built
+        return (*records, *held_columns(definition, held)) if records is not None else (definition.model,)
+
+    width = len(records) + held_width(definition, held) if records is not None else 1
     page = cast("Page", plan.page)  # a collection's plan always has one
     if page.cursor:
         parameters, bound_parent = _bound_values(request, plan, parent)
@@ -117,14 +124,14 @@ def load_page(request: Request, definition: ResourceDefinition, plan: QueryPlan,
             # the sort key values after the record's columns, labelled apart from them
             key_columns = tuple(key.column.label(f"jsonapi_key_{index}")
                                 for index, key in enumerate(keys_of(request, definition, plan)))
-            return _collection_parts(request, definition, plan, parent=bound_parent, columns=leading + key_columns)
+            return _collection_parts(request, definition, plan, parent=bound_parent, columns=leading() + key_columns)
 
         read = (lambda statement, values: read_records(request, statement, values)) if records is not None else None
-        rows, cursors = load_cursor_page(request, parts, plan, len(leading), read, parameters=parameters,
-                                         key=_page_key(request, definition, plan, parent, leading))
+        rows, cursors = load_cursor_page(request, parts, plan, width, read, parameters=parameters,
+                                         key=_page_key(request, definition, plan, parent, held))
         loaded = Loaded(definition, rows, cursors=cursors)
     else:
-        statement, parameters = _page_statement(request, definition, plan, parent, leading)
+        statement, parameters = _page_statement(request, definition, plan, parent, leading, held)
         parameters["jsonapi_offset"] = (page.number - 1) * page.size
         parameters["jsonapi_limit"] = page.size + 1
         rows = (read_records(request, statement, parameters) if records is not None
@@ -158,7 +165,8 @@ def _add_stats(request: Request, definition: Any, plan: Any, parent: Any, loaded
             request, definition, unsorted, parent=parent, columns=columns)[0])
 
 
-def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, dict[Any, Any]]:
+def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, columns: Callable[[], Any],
+                    held: tuple[str, ...]) -> tuple[Any, dict[Any, Any]]:
     """The statement of one page and its parameters: page bounds (``jsonapi_limit``,
     ``jsonapi_offset``), the parent id (``jsonapi_parent_id``) and the filter values
     (``jsonapi_filter_<n>``) are bound, so the statement is kept in the application's ``statements`` under the shape
@@ -166,13 +174,13 @@ def _page_statement(request: Request, definition: Any, plan: Any, parent: Any, c
     parameters, bound_parent = _bound_values(request, plan, parent)
 
     def build() -> Any:
-        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns)
+        statement = collection_statement(request, definition, plan, parent=bound_parent, columns=columns())
         # typed, as SQLAlchemy types literal bounds (PostgreSQL: LIMIT $1::INTEGER; an untyped
         # parameter there made the first executions of a page measurably slower)
         return (statement.offset(bindparam("jsonapi_offset", type_=Integer))
                 .limit(bindparam("jsonapi_limit", type_=Integer)))
 
-    return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, columns),
+    return get_registry(request).statements.get(request, _page_key(request, definition, plan, parent, held),
                                                 build, parameters), parameters
 
 
@@ -189,12 +197,13 @@ def _bound_values(request: Request, plan: Any, parent: Any) -> tuple[dict[Any, A
     return parameters, bound_parent
 
 
-def _page_key(request: Request, definition: Any, plan: Any, parent: Any, columns: Any) -> tuple[Any, ...]:
+def _page_key(request: Request, definition: Any, plan: Any, parent: Any, held: tuple[str, ...]) -> tuple[Any, ...]:
     """What a page statement is built from besides visibility (which the cache notes as the
-    statement is built): the resource, record columns or entities, the parent relationship, the
+    statement is built): the resource, record columns or entities, the keys held for the
+    includes (``held_keys``), the parent relationship, the
     filters' paths and operators (and ``isnull``'s value, the one value not bound), the sort, and
     the dialect when filters compile per dialect."""
-    return ("page", definition, columns is definition.record_columns,
+    return ("page", definition, definition.record_columns is not None, held,
             None if parent is None else (parent[0], parent[1].name),
             filter_shape(plan.filters),
             tuple((key.path, key.descending) for key in plan.sort),

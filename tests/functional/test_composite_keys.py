@@ -599,3 +599,25 @@ def jsonapi_factories():
                                         "attributes": {"name": f"Account {n}"}},
             "invoices": lambda kit, n: {"attributes": {"amount": n}, "relationships": {"account": {"data": kit.create("accounts")}}},
             "tags": lambda kit, n: {"attributes": {"label": f"Tag {n}"}}}
+
+
+def test_a_composite_foreign_key_include_reads_its_targets_by_key(api, linked, patch_frozen):
+    """``load.held_keys`` through a two-column foreign key: the accounts read by the (tenant, number)
+    the invoices hold, in a statement without the invoices' table; the documents are the joined loader's."""
+    from jsonapi_pyramid.contract import get_registry
+    from tests.functional.test_held_keys import joined_documents
+
+    invoices, _tags = linked
+    invoice(api, 40, None)  # a NULL key: null linkage
+    relationship = get_registry(api.app.registry).get("invoices").relationships["account"]
+    assert relationship.held_target_keys == ("tenant", "account_number")
+    requests = [("/api/accounts?include=invoices.account.tags&sort=id", {}),
+                ("/api/tags?include=accounts.invoices.account&sort=id", {}),
+                ("/api/accounts/acme~1?include=invoices.account&page[invoices][size]=1", {})]
+    requests += [(f"/api/invoices/{invoice_id}?include=account", {}) for invoice_id in invoices]
+    with counted(api) as statements:
+        api.get(requests[0][0])
+    assert len(statements) == 4 and "ck_invoices" not in statements[2], statements
+    for (url, _kwargs), (held, joined) in zip(requests, joined_documents(api, get_registry(api.app.registry), patch_frozen,
+                                                                          [("invoices", "account")], requests), strict=True):
+        assert held == joined, url

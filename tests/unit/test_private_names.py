@@ -51,6 +51,7 @@ ALLOWED = {
     ("jsonapi_blog/server.py", "_map"): ("waitress", 2),
     ("jsonapi_blog/server.py", "_exit"): ("public", 1),  # os._exit
     ("jsonapi_pyramid/load/tag_linkage.py", "_fields"): ("public", 1),  # Row._fields
+    ("jsonapi_pyramid/load/held_keys.py", "_fields"): ("public", 1),  # Row._fields
     ("jsonapi_pyramid/openapi/stats.py", "_param"): ("own", 3),  # openapi.document's builder
     ("jsonapi_pyramid/openapi/stats.py", "_list_param"): ("own", 3),
     ("jsonapi_pyramid/parse/cursors.py", "_key"): ("own", 1),  # the cursor codec of the same module
