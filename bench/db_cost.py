@@ -88,28 +88,10 @@ def main(argv=None) -> int:
     if args.url:
         print("\n".join(measure(args.url, names, args.n)))
         return 0
-    from run import PG_SERVER, seed
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from run import seeded_postgresql
 
-    name = "jsonapi_bench_dbcost"
-    server = make_url(PG_SERVER)
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    url = server.set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        seed(url)
-        vacuum = create_engine(url, isolation_level="AUTOCOMMIT")
-        with vacuum.connect() as conn:
-            conn.execute(text("VACUUM ANALYZE"))
-        vacuum.dispose()
+    with seeded_postgresql("jsonapi_bench_dbcost") as url:
         print("\n".join(measure(url, names, args.n)))
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
     return 0
 
 

@@ -213,28 +213,10 @@ def main(argv=None) -> int:
 
 def fresh(args) -> int:
     """``main`` on a database of its own, seeded and ``VACUUM ANALYZE``d, dropped afterwards."""
-    from run import PG_SERVER, seed
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from run import seeded_postgresql
 
-    name = "jsonapi_bench_explain"
-    server = make_url(PG_SERVER)
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    url = server.set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        seed(url)
-        vacuum = create_engine(url, isolation_level="AUTOCOMMIT")
-        with vacuum.connect() as conn:
-            conn.execute(text("VACUUM ANALYZE"))
-        vacuum.dispose()
+    with seeded_postgresql("jsonapi_bench_explain") as url:
         return main([url, "--out", args.out, "--scenarios", args.scenarios, "--note", args.note])
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ default; 0: skipped; only: that phase alone), BENCH_PG_SCENARIOS, BENCH_EXPLAIN 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import json
 import os
@@ -200,6 +201,32 @@ def wipe_postgresql(url: str) -> None:
         conn.execute(text("DROP SCHEMA public CASCADE"))
         conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
+
+
+@contextlib.contextmanager
+def seeded_postgresql(name: str):
+    """A PostgreSQL database ``name`` on ``PG_SERVER``, made anew, seeded as ``seed`` does and
+    ``VACUUM ANALYZE``d; yields its URL and drops it afterwards (bench/db_cost.py, bench/explain.py)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    server = make_url(PG_SERVER)
+    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    url = server.set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        seed(url)
+        vacuum = create_engine(url, isolation_level="AUTOCOMMIT")
+        with vacuum.connect() as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+        vacuum.dispose()
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def seed(url: str | None = None) -> str:

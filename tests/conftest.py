@@ -38,6 +38,7 @@ from jsonapi_blog import main, passwords
 from jsonapi_blog.initdb import migrate
 from jsonapi_blog.models import Base
 from jsonapi_pyramid import idempotency
+from jsonapi_pyramid.build import document
 from jsonapi_pyramid.testing.client import without_local_ids
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -318,3 +319,24 @@ def tsc():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TYPESCRIPT, check=True,
                        timeout=600, env={**os.environ, "npm_config_update_notifier": "false"})
     return TYPESCRIPT / "node_modules" / ".bin" / "tsc"
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """``builds()``: how many documents were built since the last call (the 304 shortcut's tests:
+    a revalidation it answers builds none)."""
+    made = []
+    original = document.DocumentBuilder.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(document.DocumentBuilder, "__init__", counting)
+
+    def count():
+        n = len(made)
+        made.clear()
+        return n
+
+    return count

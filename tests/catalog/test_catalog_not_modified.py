@@ -14,7 +14,6 @@ from sqlalchemy import update
 
 import catalog
 from catalog.models import Book, Genre, Holding, Person, PrintCopy, Publisher, Student
-from jsonapi_pyramid.build import document
 
 _PER_ANSWER = {"date", "x-request-id"}
 
@@ -31,25 +30,6 @@ def built(built_app, db):
     import webtest
 
     return webtest.TestApp(built_app, extra_environ={"HTTP_HOST": "example.test"})
-
-
-@pytest.fixture
-def builds(monkeypatch):
-    made = []
-    original = document.DocumentBuilder.__init__
-
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(document.DocumentBuilder, "__init__", counting)
-
-    def count():
-        n = len(made)
-        made.clear()
-        return n
-
-    return count
 
 
 @pytest.fixture

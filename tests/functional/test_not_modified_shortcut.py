@@ -11,7 +11,6 @@ from sqlalchemy import delete, insert, update
 
 from jsonapi_blog import main
 from jsonapi_blog.models import Article, Comment, User, article_tags
-from jsonapi_pyramid.build import document
 from jsonapi_pyramid.contract import get_registry
 from jsonapi_pyramid.loaded_key import loaded_key
 from jsonapi_pyramid.pagination import PROFILE
@@ -39,26 +38,6 @@ def built(built_app, schema_validator, db):
     app = JsonApiTestApp(built_app, extra_environ={"HTTP_HOST": "example.test"})
     app.validator = schema_validator
     return app
-
-
-@pytest.fixture
-def builds(monkeypatch):
-    """``builds()``: how many documents were built since the last call."""
-    made = []
-    original = document.DocumentBuilder.__init__
-
-    def counting(self, *args, **kwargs):
-        made.append(1)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(document.DocumentBuilder, "__init__", counting)
-
-    def count():
-        n = len(made)
-        made.clear()
-        return n
-
-    return count
 
 
 def read_endpoints(blog) -> list[tuple[str, dict]]:
