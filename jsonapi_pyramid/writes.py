@@ -40,7 +40,7 @@ from . import introspection
 from .changes import add_members, apply_changes, remove_members, set_relationship
 from .contract import get_registry
 from .errors import ValidationFailed
-from .validation import validate_linkage, validate_resource
+from .validation import resolve_keyed, validate_linkage, validate_resource
 
 __all__ = [
     "KINDS",
@@ -103,11 +103,13 @@ def create(write: Write) -> Any:
     (flushed: it has its id)."""
     write = _begin(write, "create")
     request, definition = write.request, write.context.definition
-    changes = validate_resource(request, definition, write.data)
     plain = definition.plain_writes
-    entity = plain.insert(request, definition, changes) if plain is not None else None
+    keyed = plain.keyed_names(request) if plain is not None else frozenset()  # to-ones the INSERT checks itself
+    changes = validate_resource(request, definition, write.data, keyed=keyed)
+    entity = plain.insert(request, definition, changes, get_registry(request).statements) if plain is not None else None
     if entity is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
         return entity
+    changes = resolve_keyed(request, changes)  # targets the INSERT did not find fail here, as in validation
     entity = definition.model()
     if changes.id is not None:
         for name, part in zip(definition.id_key.attributes, definition.id_key.parts(changes.id), strict=True):

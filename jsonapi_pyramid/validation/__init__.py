@@ -39,7 +39,7 @@ attributes that passed their own rules.
 from __future__ import annotations
 
 from .common import Failures
-from .envelope import Changes, required_on_create, validate_resource, writable_attributes
+from .envelope import Changes, required_on_create, resolve_keyed, validate_resource, writable_attributes
 from .linkage import Linkage, max_linkage_items, read_linkage, resolve_identifiers, validate_linkage
 from .rules import Confirmed, DateString, Exists, RequiredWith, Unique, Url, run_schema
 
@@ -57,6 +57,7 @@ __all__ = [
     "read_linkage",
     "required_on_create",
     "resolve_identifiers",
+    "resolve_keyed",
     "run_schema",
     "validate_linkage",
     "validate_resource",

@@ -13,11 +13,12 @@ from sqlalchemy import select
 from ..contract import get_registry
 from ..errors import BadRequest, Conflict, Forbidden
 from ..jsontypes import attribute_sql_type, check_json_type, decode_value, fit_to_column, json_kind, required_column
+from ..write.plain_writes import ToOneKey
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
-from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, max_linkage_items, read_linkage
+from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, keyed_target, max_linkage_items, read_linkage
 from .rules import run_schema
 
-__all__ = ["Changes", "required_on_create", "validate_resource", "writable_attributes"]
+__all__ = ["Changes", "required_on_create", "resolve_keyed", "validate_resource", "writable_attributes"]
 
 
 # -- what passes -----------------------------------------------------------------------------
@@ -34,11 +35,16 @@ class Changes:
 
 # -- resource payloads -----------------------------------------------------------------------
 
-def validate_resource(request: Request, definition: Any, data: Any, *, entity: Any = None) -> Changes:
+def validate_resource(request: Request, definition: Any, data: Any, *, entity: Any = None,
+                      keyed: frozenset[str] = frozenset()) -> Changes:
     """Check a create (``entity`` None) or update payload's ``data`` against the envelope rules,
     the application's schema and the linkage rules. Returns the ``Changes``; raises
     ``ValidationFailed`` with every failure, 400 when ``data`` is not an object, 403 for an id
-    sent to a type without client-generated ids, 409 for a client id that exists."""
+    sent to a type without client-generated ids, 409 for a client id that exists.
+
+    ``keyed``: to-one relationships whose one target is left unread, as a ``ToOneKey`` (its id
+    checked in form only): the write checks it (``plain_writes``) or resolves it later
+    (``resolve_keyed``), with the errors it would have had here."""
     if not isinstance(data, dict):
         raise BadRequest("data must be a resource object.", pointer="/data")
     failures = Failures()
@@ -53,15 +59,45 @@ def validate_resource(request: Request, definition: Any, data: Any, *, entity: A
     linkages = _read_relationships(request, definition, data, failures)
     _add_defaults(request, definition, linkages, entity, failures)
     for relationship, pointer, value in linkages:
+        key = keyed_target(relationship.target_definition, value) if relationship.name in keyed else None
+        if key is not None:
+            changes.relationships.append((relationship, key))
+            continue
         resolved = _resolve(request, relationship.target_definition, value, failures)
         if resolved is not _FAILED:
             _check_linkage_rules(request, relationship, entity, resolved, pointer, failures, replace=True)
             changes.relationships.append((relationship, resolved))
+    if failures.items:  # every error at once: the targets left unread are read now
+        _resolve_keys(request, changes.relationships, failures)
     failures.raise_if_any()
     if changes.id is not None:
         _check_client_id_is_new(request, definition, changes.id)
     return changes
 
+
+
+def resolve_keyed(request: Request, changes: Changes) -> Changes:
+    """``changes`` with every ``ToOneKey`` target read as validation reads a target (through its
+    visibility): raises ``ValidationFailed`` for those missing or hidden, as ``validate_resource``
+    would have."""
+    if not any(isinstance(value, ToOneKey) for _relationship, value in changes.relationships):
+        return changes
+    failures = Failures()
+    relationships = _resolve_keys(request, changes.relationships, failures)
+    failures.raise_if_any()
+    return dataclasses.replace(changes, relationships=relationships)
+
+
+def _resolve_keys(request: Request, relationships: list[Any], failures: Failures) -> list[Any]:
+    resolved = []
+    for relationship, value in relationships:
+        if isinstance(value, ToOneKey):
+            value = _resolve(request, relationship.target_definition, value.linkage, failures)
+            if value is not _FAILED:
+                _check_linkage_rules(request, relationship, None, value, f"/data/relationships/{_escape(relationship.name)}",
+                                     failures, replace=True)
+        resolved.append((relationship, value))
+    return resolved
 
 
 def _check_update_id(definition: Any, data: dict[Any, Any], entity: Any, failures: Failures) -> None:

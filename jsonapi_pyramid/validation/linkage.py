@@ -13,6 +13,7 @@ from sqlalchemy.orm import RelationshipDirection
 from ..contract import get_registry
 from ..errors import BadRequest
 from ..load.idlists import bind_ids, dialect_of, ids_in
+from ..write.plain_writes import ToOneKey
 from .common import IDENTIFIER_MEMBERS, Failures, _check_type, _parse, _unknown_members
 
 __all__ = ["Linkage", "max_linkage_items", "read_linkage", "resolve_identifiers", "validate_linkage"]
@@ -133,6 +134,16 @@ def _resolve(request: Request, target: Any, linkage: Any, failures: Failures) ->
     if linkage.many:
         return entities
     return entities[0] if entities else None
+
+
+def keyed_target(target: Any, linkage: Any) -> ToOneKey | None:
+    """A to-one's linkage of one well-formed id of ``target`` as a ``ToOneKey`` (left unread), or
+    None when it is null, malformed or names another type: those are resolved as ever."""
+    if linkage is _FAILED or linkage.many or linkage.broken or linkage.types or len(linkage.items) != 1:
+        return None
+    _pointer, raw = linkage.items[0]
+    parsed = raw if linkage.parsed else _parse(target, raw)
+    return None if parsed is None else ToOneKey(linkage, parsed)
 
 
 def _load_visible(request: Request, target: Any, ids: set[Any]) -> dict[Any, Any]:

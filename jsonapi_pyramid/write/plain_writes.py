@@ -19,6 +19,12 @@ every hook end as the ORM would leave them:
   ``post_update``): the key is copied from the target read by validation, as the ORM's flush
   copies it. A to-many, a one-to-one held by the other side, or any relationship in an update goes
   the ORM's way;
+* a to-one named by its key (``ToOneKey``: ``keyed``, the module's next section) is not read
+  before the create: the ``INSERT`` selects its key from the target's table through the target's
+  visibility (``INSERT ... SELECT ... RETURNING``), so the create inserts a row only when every
+  such target exists and the caller may see it, in the one statement; when it inserts none,
+  ``insert`` answers None and the write resolves the targets as validation would have
+  (``validation.resolve_keyed``: the same errors, with their pointers);
 * nobody listening for what only the ORM's path does: no mapper ``before_insert``/``after_insert``
   (``before_update``/``after_update``), no instance ``init`` or ``refresh_flush`` listener but
   SQLAlchemy's own, no attribute ``set`` listener on a column written (nor one but SQLAlchemy's on
@@ -40,15 +46,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, Table, bindparam, inspect
+from sqlalchemy import Column, Table, bindparam, inspect, select, true
 from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError, UnmappedColumnError
 
 from ..connection import execute
+from ..load.idlists import dialect_of
 from ..tm_join import FLUSH_LISTENERS
 
-__all__ = ["PlainWrites", "resolve_plain_writes"]
+__all__ = ["PlainWrites", "ToOneKey", "resolve_plain_writes"]
 
 #: SQLAlchemy's own listeners (mapper configuration on ``init``, cascades and backrefs on
 #: relationship attributes): they do what they do on either path.
@@ -57,8 +64,9 @@ _SQLALCHEMY_LISTENERS = ("sqlalchemy.orm.mapper", "sqlalchemy.orm.unitofwork", "
 #: create and on an update (``after_flush``: only the library's own listeners, called here).
 _UPDATE_EVENTS = ("before_flush", "after_flush_postexec")
 _INSERT_EVENTS = (*_UPDATE_EVENTS, "transient_to_pending", "pending_to_persistent", "detached_to_persistent")
-#: the bound parameter of an update's row
+#: the bound parameter of an update's row; the prefix of a keyed target's (``_insert_selecting``)
 _ID = "jsonapi_plain_id"
+_TARGET = "jsonapi_target_"
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,16 @@ class ToOne:
         return True
 
 
+@dataclass(frozen=True)
+class ToOneKey:
+    """The target of a to-one named by its key (``key``, the target's id value), not read yet: the
+    create's ``INSERT`` checks that it exists and is visible (``PlainWrites.keyed``); ``linkage``
+    is what validation read (``validation.linkage.Linkage``), for resolving it the usual way."""
+
+    linkage: Any
+    key: Any
+
+
 class PlainWrites:
     """What a type's plain writes need, built once (``resolve_plain_writes``)."""
 
@@ -100,20 +118,29 @@ class PlainWrites:
         self.none_is_value = frozenset(c.key for c in self.table.columns if c.type.should_evaluate_none)
         #: column keys the database or an ``onupdate`` sets on an update (expired on the entity)
         self.on_update = tuple(c.key for c in self.table.columns if c.onupdate is not None or c.server_onupdate is not None)
+        #: relationship names whose target a create may name by its key (``keyed``)
+        self.keyed = frozenset[str]()
 
     # -- create --------------------------------------------------------------------------------
 
-    def insert(self, request: Any, definition: Any, changes: Any) -> Any:
+    def insert(self, request: Any, definition: Any, changes: Any, statements: Any) -> Any:
         """Insert the row of ``changes`` (``validation.Changes``) and return its entity, or None
-        when this write must take the ORM's path (nothing was done)."""
+        when this write must take the ORM's path (nothing was done) or a to-one target named by
+        its key (``ToOneKey``) is missing or hidden (nothing was inserted). ``statements``: the
+        application's ``load.statements.StatementCache`` (the statement that selects such keys
+        holds the targets' visibility)."""
         session = request.dbsession
         values = self._values(definition, changes.attributes)
         if values is None or not self._quiet(session, "insert"):
             return None
+        keyed = []
         for relationship, target in changes.relationships:
             to_one = self.to_ones.get(relationship.prop.key)
             if to_one is None or not to_one.quiet():
                 return None
+            if isinstance(target, ToOneKey):
+                keyed.append((relationship, to_one, target))
+                continue
             if target is not None and not inspect(target).persistent:
                 return None
             for local, remote in to_one.pairs:
@@ -122,14 +149,65 @@ class PlainWrites:
             values[self.id_column.key] = changes.id
         for key in [key for key, value in values.items() if value is None and key not in self.none_is_value]:
             del values[key]  # the column's default, as the ORM's flush leaves None out
-        result = _run(request, session, self.insert_statement, values)
-        written = result.last_inserted_params()
-        written[self.id_column.key] = result.inserted_primary_key[0]
+        if keyed:
+            written = self._insert_selecting(request, session, values, keyed, statements)
+            if written is None:
+                return None
+        else:
+            result = _run(request, session, self.insert_statement, values)
+            written = result.last_inserted_params()
+            written[self.id_column.key] = result.inserted_primary_key[0]
         self._flushed(session)
         for relationship, target in changes.relationships:
+            reverse = self.to_ones[relationship.prop.key].reverse
+            if isinstance(target, ToOneKey):
+                target = _in_session(session, relationship.target_definition, target.key)
             if target is not None:
-                _expire_loaded(session, target, self.to_ones[relationship.prop.key].reverse)
+                _expire_loaded(session, target, reverse)
         return self._persistent(session, written)
+
+    def keyed_names(self, request: Any) -> frozenset[str]:
+        """The to-ones (``keyed``) a create may send by key, on a database whose ``INSERT`` returns
+        rows (``RETURNING``: PostgreSQL, SQLite 3.35 and later, MariaDB 10.5 and later)."""
+        return self.keyed if self.keyed and dialect_of(request).insert_returning else frozenset()
+
+    def _insert_selecting(self, request: Any, session: Any, values: dict[str, Any], keyed: list[Any],
+                          statements: Any) -> dict[str, Any] | None:
+        """``INSERT INTO t (columns..., keys...) SELECT :values..., target keys... FROM targets WHERE
+        each target's id and visibility RETURNING *``: the row written (column key -> value), or
+        None when it selected nothing (a target missing or hidden). Kept per columns and
+        relationships (``statements``: with the targets' visibility criteria)."""
+        names = tuple(sorted(values))
+        if any(local in values for _relationship, to_one, _key in keyed for local, _remote in to_one.pairs):
+            return None  # a key sent as an attribute too: the ORM's way decides
+        table = self.table
+
+        def build() -> Any:
+            selected: list[Any] = [bindparam(name, type_=table.c[name].type) for name in names]
+            columns, criteria, joined = list(names), [], None
+            for index, (relationship, to_one, _key) in enumerate(keyed):
+                target = relationship.target_definition
+                source = inspect(target.model).local_table  # one row each: joined on TRUE, not a product by mistake
+                joined = source if joined is None else joined.join(source, true())
+                for local, remote in to_one.pairs:
+                    columns.append(local)
+                    selected.append(getattr(target.model, remote))
+                criteria.append(target.id_key.equals(target.model, f"{_TARGET}{index}"))
+                criterion = target.visibility(request)
+                if criterion is not None:
+                    criteria.append(criterion)
+            chosen = select(*selected).select_from(joined).where(*criteria)
+            return table.insert().from_select(columns, chosen).returning(*table.columns)
+
+        parameters = dict(values)
+        for index, (relationship, _to_one, key) in enumerate(keyed):
+            parameters.update(relationship.target_definition.id_key.bind(f"{_TARGET}{index}", key.key))
+        statement = statements.get(request, ("plain-insert", table, names, tuple(r.name for r, _t, _k in keyed)),
+                                   build, parameters)
+        row = _run(request, session, statement, parameters).first()
+        if row is None:
+            return None
+        return {column.key: value for column, value in zip(table.columns, row, strict=True)}  # RETURNING's order
 
     def _persistent(self, session: Any, written: dict[str, Any]) -> Any:
         entity = self.mapper.class_manager.new_instance()
@@ -226,6 +304,12 @@ def _quiet_listeners(listeners: Any) -> bool:
     return all(getattr(listener, "__module__", "") in _SQLALCHEMY_LISTENERS for listener in listeners)
 
 
+def _in_session(session: Any, target: Any, key: Any) -> Any:
+    """The instance of ``target``'s type with id ``key`` when the session holds it, else None."""
+    mapper = inspect(target.model)
+    return session.identity_map.get(mapper.identity_key_from_primary_key(list(target.id_key.parts(key))))
+
+
 def _expire_loaded(session: Any, target: Any, keys: tuple[str, ...]) -> None:
     """Expire ``target``'s collections back to the new row when loaded (the ORM's backref would
     have appended the row to them; loaded again on use, they hold it)."""
@@ -255,7 +339,24 @@ def resolve_plain_writes(definition: Any) -> None:
         to_one = _to_one(mapper, relationship.prop, columns)
         if to_one is not None:
             to_ones[relationship.prop.key] = to_one
-    definition.plain_writes = PlainWrites(mapper, columns, to_ones)
+    plain = definition.plain_writes = PlainWrites(mapper, columns, to_ones)
+    plain.keyed = _keyed(definition, to_ones)
+
+
+def _keyed(definition: Any, to_ones: dict[str, ToOne]) -> frozenset[str]:
+    """The to-ones a create may name by key (``ToOneKey``): a target of one table, without
+    subtypes (the row found need not say its type), not unique (nothing else to check), each target
+    type once (the ``SELECT`` reads each target's table once, unaliased, as its visibility names it)."""
+    keyed: dict[Any, list[str]] = {}
+    for relationship in definition.relationships:
+        target = relationship.target_definition
+        if relationship.prop.key not in to_ones or relationship.unique or target is None or target.subtypes:
+            continue
+        mapper = inspect(target.model)
+        if mapper.inherits is not None or mapper.persist_selectable is not mapper.local_table:
+            continue
+        keyed.setdefault(target.model, []).append(relationship.name)
+    return frozenset(names[0] for names in keyed.values() if len(names) == 1)
 
 
 def _refused(definition: Any) -> str | None:

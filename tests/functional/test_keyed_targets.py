@@ -1,0 +1,240 @@
+"""A create's to-one targets checked by its ``INSERT`` (``plain_writes.ToOneKey``, issue 37's
+S5): the target named by a create's linkage (or a relationship default) is not read before the
+write; ``INSERT ... SELECT <key> FROM <target> WHERE <id> AND <visibility> RETURNING`` writes the row
+only when every such target exists and the caller may see it, and a missing or hidden one gets
+the 422 validation gives (every error at once, nothing written). Models of this file's own (a
+target hidden by ``visible=``, a type with two to-ones to one type, a column named apart from its
+attribute), on both backends; the blog's authenticated create at the end."""
+from __future__ import annotations
+
+import orjson
+import pytest
+import webtest
+from pyramid.config import Configurator
+from sqlalchemy import ForeignKey, Integer, String, create_engine, event, func, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
+from jsonapi_pyramid.contract import get_registry
+from jsonapi_pyramid.writes import Write, create
+from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
+
+MEDIA_TYPE = "application/vnd.api+json"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Shelf(Base):
+    """A target some callers may not see: ``hidden`` shelves are visible to nobody."""
+
+    __tablename__ = "shelves"
+    __jsonapi_type__ = "shelves"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    label: Mapped[str] = mapped_column(String(40))
+    hidden: Mapped[bool] = mapped_column(default=False)
+    books: Mapped[list[Book]] = relationship(back_populates="shelf")
+
+    @classmethod
+    def transformer(cls):
+        return _transformer("label")
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection(ToManyRelationship.create("books", Book, mapped_by="shelf"))
+
+
+class Person(Base):
+    __tablename__ = "people"
+    __jsonapi_type__ = "people"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(40))
+
+    @classmethod
+    def transformer(cls):
+        return _transformer("name")
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection()
+
+
+class Book(Base):
+    """A shelf (keyed: one to-one to its type, its column named apart from its attribute) and two
+    to-ones to people (not keyed: the ``SELECT`` would read ``people`` twice)."""
+
+    __tablename__ = "books"
+    __jsonapi_type__ = "books"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    title: Mapped[str] = mapped_column(String(40))
+    shelf_id: Mapped[int] = mapped_column("on_shelf", ForeignKey("shelves.id"))
+    shelf: Mapped[Shelf] = relationship(back_populates="books")
+    writer_id: Mapped[int | None] = mapped_column(ForeignKey("people.id"))
+    writer: Mapped[Person | None] = relationship(foreign_keys=[writer_id])
+    editor_id: Mapped[int | None] = mapped_column(ForeignKey("people.id"))
+    editor: Mapped[Person | None] = relationship(foreign_keys=[editor_id])
+
+    @classmethod
+    def transformer(cls):
+        return _transformer("title")
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection(ToOneRelationship.create("shelf", Shelf), ToOneRelationship.create("writer", Person),
+                                       ToOneRelationship.create("editor", Person))
+
+
+def _transformer(*names):
+    return type("T", (Transformer,), {"attributes": names})()
+
+
+def _visible_shelves(_request):
+    return Shelf.hidden.is_(False)
+
+
+def _shelve(_context, request):
+    """A custom operation: the shelf loaded with its books, a book created on it by the write
+    layer, the shelf's books counted again (the loaded collection is expired, as a backref
+    would have appended)."""
+    shelf = request.dbsession.get(Shelf, int(request.matchdict_id))
+    before = len(shelf.books)
+    create(Write(request.root["api"]["books"], {"type": "books", "attributes": {"title": "kept"},
+                                                "relationships": {"shelf": {"data": {"type": "shelves", "id": str(shelf.id)}}}}))
+    return {"meta": {"before": before, "after": len(shelf.books)}}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def app(request, tmp_path_factory):
+    factory = _sqlite_database(tmp_path_factory) if request.param == "sqlite" else _postgresql_database("keyed")
+    with factory as url:
+        engine = create_engine(url)
+        Base.metadata.create_all(engine)
+        with engine.begin() as connection:
+            connection.execute(Shelf.__table__.insert(), [{"id": 1, "label": "open", "hidden": False},
+                                                          {"id": 2, "label": "secret", "hidden": True}])
+            connection.execute(Person.__table__.insert(), [{"id": 1, "name": "ann"}])
+        engine.dispose()
+        with Configurator(settings={"sqlalchemy.url": url, "retry.attempts": "1"}) as config:
+            config.include("jsonapi_pyramid.db")
+            config.include("jsonapi_pyramid")
+            config.add_jsonapi_resource(Shelf, visible=_visible_shelves)
+            config.add_jsonapi_resource(Person)
+            config.add_jsonapi_resource(Book, writable=("title",))
+
+            def shelve(context, request):
+                request.matchdict_id = context.__name__
+                return _shelve(context, request)
+
+            config.add_jsonapi_operation(Shelf, "shelve", shelve, on="item", request_method="POST", permission="view")
+        wsgi = config.make_wsgi_app()
+        yield webtest.TestApp(wsgi, extra_environ={"HTTP_HOST": "example.test"})
+        wsgi.registry["db.engine"].dispose()
+
+
+@pytest.fixture
+def statements(app):
+    engine = app.app.registry["db.engine"]
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(engine, "before_cursor_execute", record)
+
+
+def send(app, data, status):
+    return app.request("/api/books", method="POST", body=orjson.dumps({"data": data}), status=status,
+                       headers={"Host": "example.test", "Content-Type": MEDIA_TYPE})
+
+
+def _books(app):
+    engine = app.app.registry["db.engine"]
+    with engine.connect() as connection:
+        return connection.execute(select(func.count()).select_from(Book.__table__)).scalar_one()
+
+
+def _book(title, shelf, **more):
+    return {"type": "books", "attributes": {"title": title},
+            "relationships": {"shelf": {"data": {"type": "shelves", "id": shelf}}, **more}}
+
+
+def test_which_to_ones_are_keyed_is_decided_at_start(app):
+    assert get_registry(app.app.registry).get("books").plain_writes.keyed == {"shelf"}
+
+
+def test_a_keyed_target_is_not_read_before_the_insert(app, statements):
+    made = send(app, _book("one", "1"), 201)
+    # the INSERT reads the shelf; then the row read back (with its tag's linkage); nothing else
+    assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"]
+    assert "FROM shelves WHERE shelves.id = " in statements[0] and statements[1].startswith("SELECT books.id")
+    assert app.get(made.headers["Location"] + "/relationships/shelf").json["data"] == {"type": "shelves", "id": "1"}
+    shown = app.get(made.headers["Location"])
+    assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
+
+
+@pytest.mark.parametrize("shelf", ["2", "999"])
+def test_a_hidden_or_missing_target_is_422_and_nothing_is_written(app, shelf):
+    before = _books(app)
+    response = send(app, _book("lost", shelf), 422)
+    assert [e["source"]["pointer"] for e in response.json["errors"]] == ["/data/relationships/shelf/data"]
+    assert response.json["errors"][0]["detail"] == f"There is no shelves resource with id '{shelf}'."
+    assert _books(app) == before
+
+
+def test_every_error_at_once_with_a_keyed_target(app):
+    before = _books(app)
+    response = send(app, _book("lost", "999", writer={"data": {"type": "people", "id": "998"}}), 422)
+    assert sorted(e["source"]["pointer"] for e in response.json["errors"]) == [
+        "/data/relationships/shelf/data", "/data/relationships/writer/data"]
+    assert _books(app) == before
+
+
+def test_unkeyed_to_ones_beside_a_keyed_one(app):
+    made = send(app, _book("both", "1", writer={"data": {"type": "people", "id": "1"}},
+                           editor={"data": {"type": "people", "id": "1"}}), 201)
+    location = made.headers["Location"]
+    assert app.get(location + "/relationships/writer").json["data"] == {"type": "people", "id": "1"}
+    assert app.get(location + "/relationships/editor").json["data"] == {"type": "people", "id": "1"}
+
+
+def test_the_orm_path_resolves_a_keyed_target(app):
+    """A session listener the plain path does not run: the ORM's path reads the target as
+    validation would have (and refuses a hidden one the same way)."""
+    factory = app.app.registry["db.tm_session_factory"]
+    heard = []
+
+    def listener(session, _context, _instances):
+        heard.extend(type(o).__name__ for o in session.new)
+
+    event.listen(factory, "before_flush", listener)
+    try:
+        made = send(app, _book("orm", "1"), 201)
+        assert heard == ["Book"]
+        assert app.get(made.headers["Location"] + "/relationships/shelf").json["data"] == {"type": "shelves", "id": "1"}
+        before = _books(app)
+        send(app, _book("orm hidden", "2"), 422)
+        assert _books(app) == before
+    finally:
+        event.remove(factory, "before_flush", listener)
+
+
+def test_a_loaded_collection_of_the_target_is_expired(app):
+    answer = app.post("/api/shelves/1/shelve", status=200).json["meta"]
+    assert answer["after"] == answer["before"] + 1
+
+
+def test_the_blogs_authenticated_create_is_three_statements(api, blog, auth_headers, count_statements):
+    """Issue 37's S5: the caller's token, the INSERT that reads the default author (the caller)
+    through the users' visibility, the row read back; the author is not read on its own."""
+    document = {"data": {"type": "articles", "attributes": {"title": "Counted", "status": "published"}}}
+    headers = auth_headers(blog["alice"])
+    with count_statements() as statements:
+        made = api.post("/api/articles", params=orjson.dumps(document), headers=headers,
+                        content_type=MEDIA_TYPE, status=201)
+    assert len(statements) == 3, [" ".join(s.split())[:30] for s in statements]
+    assert statements[1].lstrip().startswith("INSERT INTO articles") and "FROM users" in statements[1]
+    author = api.get(made.json["data"]["relationships"]["author"]["links"]["related"], status=200)
+    assert author.json["data"]["id"] == str(blog["alice"].id)
