@@ -44,7 +44,7 @@ attributes the values written (what the database computed is loaded on first use
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Column, Table, bindparam, inspect, select, true
 from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
@@ -184,7 +184,7 @@ class PlainWrites:
 
         def build() -> Any:
             selected: list[Any] = [bindparam(name, type_=table.c[name].type) for name in names]
-            columns, criteria, joined = list(names), [], None
+            columns, criteria, joined = list(names), [], cast("Any", None)
             for index, (relationship, to_one, _key) in enumerate(keyed):
                 target = relationship.target_definition
                 source = inspect(target.model).local_table  # one row each: joined on TRUE, not a product by mistake
