@@ -11,8 +11,9 @@ its session's connection.
 
 Kept statements on the driver: a ``Select`` the application's ``load.statements.StatementCache`` keeps
 (noted in its ``on_driver``, per application, with its compiled forms per dialect) is compiled
-by SQLAlchemy on its first run; after it, on a read without a session, ``execute`` runs its SQL
-string on the DBAPI cursor itself with the bind and result processors SQLAlchemy's types give
+by SQLAlchemy on its first run; after it (on a read, or in a write once the session's pending
+changes are flushed, as the row a write reads back), ``execute`` runs its SQL string on the DBAPI
+cursor itself with the bind and result processors SQLAlchemy's types give
 (``_Form``), with no execution context per run. Whatever SQLAlchemy would do more takes its own
 path (``_Form.ready``): a listener of the engine's execution events (statement recorders, SQLite's
 deadline), a dialect listener besides the library's metrics, a span recording the statement,
@@ -60,10 +61,9 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
     else:
         session = request.dbsession
         connection = session.connection()
-    if session is not None:
-        if session.autoflush:
-            session.flush()
-    elif parameters is not None:
+    if session is not None and session.autoflush:
+        session.flush()
+    if parameters is not None:
         forms = request.registry.jsonapi.statements.on_driver.get(statement)
         if forms is not None:
             form = forms.get(connection.dialect, _NEW)

@@ -197,7 +197,8 @@ def send(api: Any, method: str, url: str, data: Any, status: int) -> Any:
 
 
 def _seed(api: Any, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Two parents (the first holding each attribute's first value) and a child of each."""
+    """Two parents (the first holding each attribute's first value) and a child of each, each
+    child's 201 the document and tag its GET gives."""
     parent_type, child_type = f"{key}Parents", f"{key}Children"
     client_ids = KEYS[key][1]
     parents = []
@@ -213,7 +214,10 @@ def _seed(api: Any, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]
                 "relationships": {"parent": {"data": {"type": parent_type, "id": parent["id"]}}}}
         if client_ids:
             data["id"] = client_ids[index]
-        children.append(send(api, "post", f"/api/{child_type}", data, 201).json["data"])
+        made = send(api, "post", f"/api/{child_type}", data, 201)  # the parent checked by the INSERT, for every key type
+        read = api.get(made.headers["Location"])
+        assert made.json == read.json and made.headers["ETag"] == read.headers["ETag"]
+        children.append(made.json["data"])
     return parents, children
 
 
