@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 from pyramid.request import Request
-from sqlalchemy import Integer, String, func, inspect, literal_column, select
+from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import RelationshipDirection, aliased
 
 from ..connection import execute
 from ..contract import get_registry
@@ -85,11 +85,13 @@ def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
     parts each length-prefixed, joined by the separator) and, for a polymorphic target, its
     discriminator."""
     target = relationship.target_definition
-    owner = definition.owner
-    joined = aliased(target.model)
-    linked = (select(*target.id_key.selected(joined)).select_from(owner)
-              .join(getattr(owner, relationship.prop.key).of_type(joined))
-              .where(definition.id_key.equals(owner, LINKAGE_PARAMETER)))
+    linked = _from_the_link(definition, relationship)
+    if linked is None:
+        owner = definition.owner
+        joined = aliased(target.model)
+        linked = (select(*target.id_key.selected(joined)).select_from(owner)
+                  .join(getattr(owner, relationship.prop.key).of_type(joined))
+                  .where(definition.id_key.equals(owner, LINKAGE_PARAMETER)))
     element: Any = None
     for key in target.id_key.selected(target.model):  # each part of a composite key in turn
         part: Any = sql_cast(key, String)
@@ -100,6 +102,42 @@ def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
     if discriminator is not None:
         element = sql_cast(discriminator, String) + "/" + element
     return linked, element
+
+
+def _from_the_link(definition: Any, relationship: Any) -> Any:
+    """The linked keys read from the one table that holds the link, when the relationship is a
+    plain foreign key between the two types' one-column keys (its join nothing but that equality):
+    a to-many's target rows by their foreign key, a many-to-many's link rows, a many-to-one's
+    owner row. The same keys as through the join of the two types, for PostgreSQL one index
+    lookup instead of a join through the owner's row (and, for a many-to-many, the target's
+    table). None otherwise (inheritance, composite keys, a join with more conditions)."""
+    target = relationship.target_definition
+    prop = relationship.prop
+    if definition.id_key.composite or target.id_key.composite or len(prop.synchronize_pairs) != 1:
+        return None
+    for mapper in (inspect(definition.model), inspect(target.model)):
+        if mapper.inherits is not None or mapper.polymorphic_on is not None or len(mapper.self_and_descendants) > 1:
+            return None
+    (owner_key,), (target_key,) = definition.id_key.columns, target.id_key.columns
+    (source, destination), = prop.synchronize_pairs
+    if not prop.primaryjoin.compare(source == destination):
+        return None
+    if prop.secondary is not None:  # source: the owner's key; destination: the link row's column
+        if len(prop.secondary_synchronize_pairs) != 1 or source is not owner_key:
+            return None
+        (target_side, link_column), = prop.secondary_synchronize_pairs
+        if target_side is not target_key or not prop.secondaryjoin.compare(target_side == link_column):
+            return None
+        return select(link_column).where(destination == _parameter(owner_key)).correlate(None)
+    if prop.direction is RelationshipDirection.ONETOMANY and source is owner_key:
+        return select(target_key).where(destination == _parameter(owner_key)).correlate(None)
+    if prop.direction is RelationshipDirection.MANYTOONE and source is target_key:
+        return select(destination).where(owner_key == _parameter(owner_key)).correlate(None)
+    return None
+
+
+def _parameter(key: Any) -> Any:
+    return bindparam(LINKAGE_PARAMETER, type_=key.type)
 
 
 def linkage_bytes(values: Any) -> bytes:
