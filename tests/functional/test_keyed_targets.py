@@ -18,6 +18,7 @@ from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRe
 from jsonapi_pyramid.contract import get_registry
 from jsonapi_pyramid.writes import Write, create
 from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
+from tests.functional.test_column_matrix import ATTRIBUTES, _snake
 
 MEDIA_TYPE = "application/vnd.api+json"
 
@@ -89,6 +90,24 @@ def _transformer(*names):
     return type("T", (Transformer,), {"attributes": names})()
 
 
+def _copied(value_type):
+    return value_type if isinstance(value_type, type) else value_type.copy()
+
+
+#: a column of every attribute type of the column matrix, and a keyed to-one: the ``INSERT ...
+#: SELECT`` binds each value in its select list
+Specimen = type("Specimen", (Base,), {
+    "__tablename__": "specimens",
+    "__jsonapi_type__": "specimens",
+    "id": mapped_column(Integer, primary_key=True),
+    **{_snake(name): mapped_column(_copied(spec[0]), nullable=True) for name, spec in ATTRIBUTES.items()},
+    "shelf_id": mapped_column(ForeignKey("shelves.id")),
+    "shelf": relationship(Shelf),
+    "transformer": classmethod(lambda cls: _transformer(*ATTRIBUTES)),
+    "relationships": classmethod(lambda cls: RelationshipsCollection(ToOneRelationship.create("shelf", Shelf))),
+})
+
+
 def _visible_shelves(_request):
     return Shelf.hidden.is_(False)
 
@@ -121,6 +140,7 @@ def app(request, tmp_path_factory):
             config.add_jsonapi_resource(Shelf, visible=_visible_shelves)
             config.add_jsonapi_resource(Person)
             config.add_jsonapi_resource(Book, writable=("title",))
+            config.add_jsonapi_resource(Specimen, writable=tuple(ATTRIBUTES))
 
             def shelve(context, request):
                 request.matchdict_id = context.__name__
@@ -224,6 +244,22 @@ def test_the_orm_path_resolves_a_keyed_target(app):
 def test_a_loaded_collection_of_the_target_is_expired(app):
     answer = app.post("/api/shelves/1/shelve", status=200).json["meta"]
     assert answer["after"] == answer["before"] + 1
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_every_attribute_type_through_the_keyed_insert_twice(app, statements, index):
+    """Each value of the column matrix bound in the ``INSERT ... SELECT``'s select list, twice
+    (SQLAlchemy's run, then the kept statement's): the 201 is the document and tag GET gives."""
+    assert "shelf" in get_registry(app.app.registry).get("specimens").plain_writes.keyed
+    for _ in range(2):
+        statements.clear()
+        made = app.request("/api/specimens", method="POST", status=201, headers={
+            "Host": "example.test", "Content-Type": MEDIA_TYPE}, body=orjson.dumps({"data": {
+                "type": "specimens", "attributes": {name: spec[1][index] for name, spec in ATTRIBUTES.items()},
+                "relationships": {"shelf": {"data": {"type": "shelves", "id": "1"}}}}}))
+        assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"] and "FROM shelves" in statements[0]
+        shown = app.get(made.headers["Location"])
+        assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
 
 
 def test_the_blogs_authenticated_create_is_three_statements(api, blog, auth_headers, count_statements):
