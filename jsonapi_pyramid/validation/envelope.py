@@ -26,7 +26,9 @@ __all__ = ["Changes", "required_on_create", "resolve_keyed", "validate_resource"
 @dataclasses.dataclass
 class Changes:
     """A validated write: the id to create with (client-generated), the new attribute values by
-    JSON name, and per relationship the new target (entity or None) or targets (list)."""
+    JSON name, and per relationship the new target (entity or None; on a create, a
+    ``write.plain_writes.ToOneKey`` for a target left unread, ``validate_resource``'s ``keyed``) or
+    targets (list)."""
 
     id: Any = None
     attributes: dict[Any, Any] = dataclasses.field(default_factory=dict)
