@@ -305,7 +305,10 @@ def test_a_write_answer_is_the_next_read_and_carries_its_tag(api: Any, key: str)
         read = api.get(target["links"]["self"])
         assert answer.json == read.json
         assert answer.headers["ETag"] == read.headers["ETag"]
+    before = twice(api, target["links"]["self"]).headers["ETag"]
     send(api, "patch", f"{children[1]['links']['self']}/relationships/parent", {"type": parent_type, "id": target["id"]}, 204)
+    # the parent's tag covers its linkage (read from the children's key column, for every key type)
+    assert twice(api, target["links"]["self"]).headers["ETag"] != before
     linked = twice(api, f"{target['links']['self']}/relationships/children").json["data"]
     assert sorted(member["id"] for member in linked) == sorted(child["id"] for child in children)
 
