@@ -166,6 +166,8 @@ class _Form:
         compiled = statement.compile(dialect=dialect)
         if compiled.literal_execute_params or compiled.post_compile_params or compiled.escaped_bind_names:
             return None
+        if compiled.insert_prefetch or compiled.update_prefetch:
+            return None  # an INSERT in its WITH with Python-side defaults: SQLAlchemy's execution context computes them
         # One processor per parameter name, as SQLAlchemy applies them: a statement may hold one
         # parameter in several places (an item's id in its row and in its tag's linkage part),
         # and a processor applied twice to its own output fails (Uuid on SQLite: str has no .hex).

@@ -36,7 +36,8 @@ from .relationships import Relationship, RelationshipsCollection
 from .schema import Field, attribute_sql
 from .startup import resolve_links, resolve_own, resolve_paths, resolve_subtypes, resolve_values
 from .transformer import Transformer
-from .write.plain_writes import PlainWrites, resolve_plain_writes
+from .write.plain_rules import resolve_plain_writes
+from .write.plain_writes import PlainWrites
 
 __all__ = ["ActionOrder", "BoundedCache", "Registry", "ResourceDefinition", "attribute_sql", "get_registry"]
 

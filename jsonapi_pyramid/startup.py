@@ -9,7 +9,7 @@ this order, so a dotted path may run through a type registered later:
 4. ``resolve_links``: the relationships, once every type is known;
 5. ``resolve_paths``: the filter and sort declarations, once every relationship is bound, then
    the statistics each attribute offers (``stats_rules``);
-6. ``plain_writes.resolve_plain_writes``: whether the type may be written without the unit of work.
+6. ``plain_rules.resolve_plain_writes``: whether the type may be written without the unit of work.
 
 A mistake is a ``ConfigurationError`` naming the model and the field, so it can never reach a
 client. The definitions are passed in (this module sits below ``contract`` in the layer list).

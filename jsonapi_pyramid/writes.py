@@ -40,6 +40,7 @@ from . import introspection
 from .changes import add_members, apply_changes, remove_members, set_relationship
 from .contract import get_registry
 from .errors import ValidationFailed
+from .load.stored import inserted_reads, inserted_stored, load_stored_tagged
 from .validation import resolve_keyed, validate_linkage, validate_resource
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "add_to_many",
     "add_write_check",
     "create",
+    "create_stored",
     "remove",
     "remove_from_many",
     "replace_to_many",
@@ -101,14 +103,32 @@ def _begin(write: Write, kind: str) -> Write:
 def create(write: Write) -> Any:
     """A new resource of ``write.context.definition`` from a resource object; returns the entity
     (flushed: it has its id)."""
+    return _create(write, None)[0]
+
+
+def create_stored(write: Write) -> tuple[Any, Any, bytes | None]:
+    """``create``, then the new row as the database holds it and the linkage part of its tag
+    (``load.stored.load_stored_tagged``): (entity, stored, linkage). A plain create on
+    PostgreSQL reads them in its own statement (``stored.inserted_reads``)."""
+    definition = write.context.definition
+    entity, linkage = _create(write, inserted_reads(write.request, definition))
+    if linkage is not None:
+        return entity, *inserted_stored(definition, entity, linkage)
+    return entity, *load_stored_tagged(write.request, definition, entity)
+
+
+def _create(write: Write, read: Any) -> tuple[Any, Any]:
+    """``create``: (entity, the values of ``read``'s columns when the plain ``INSERT`` read them)."""
     write = _begin(write, "create")
     request, definition = write.request, write.context.definition
     plain = definition.plain_writes
     keyed = plain.keyed_names(request) if plain is not None else frozenset()  # to-ones the INSERT checks itself
     changes = validate_resource(request, definition, write.data, keyed=keyed)
-    entity = plain.insert(request, definition, changes, get_registry(request).statements) if plain is not None else None
-    if entity is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
-        return entity
+    inserted: tuple[Any, Any] | None = None
+    if plain is not None:
+        inserted = plain.insert(request, definition, changes, get_registry(request).statements, read)
+    if inserted is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
+        return inserted
     changes = resolve_keyed(request, changes)  # targets the INSERT did not find fail here, as in validation
     entity = definition.model()
     if changes.id is not None:
@@ -117,7 +137,7 @@ def create(write: Write) -> Any:
     apply_changes(request, definition, entity, changes)
     request.dbsession.add(entity)
     _flush(request, "/data/relationships")
-    return entity
+    return entity, None
 
 
 def update(write: Write) -> Any:

@@ -9,13 +9,14 @@ from typing import Any
 
 from pyramid.request import Request
 from sqlalchemy import select
+from sqlalchemy.orm.attributes import instance_dict
 
 from ..connection import execute
 from ..contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
-from .tag_linkage import LINKAGE_PARAMETER, linkage_columns, split_linkage
+from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns, new_row_linkage, split_linkage
 
-__all__ = ["load_stored", "load_stored_many", "load_stored_tagged"]
+__all__ = ["inserted_reads", "inserted_stored", "load_stored", "load_stored_many", "load_stored_tagged"]
 
 
 def load_stored(request: Request, definition: Any, entity: Any) -> Any:
@@ -85,3 +86,25 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
         return split_linkage(execute(request, statement, parameters).first(), columns)
     return split_linkage(request.dbsession.execute(statement, parameters, execution_options={"populate_existing": True})
                          .first(), None)
+
+
+def inserted_reads(request: Request, definition: Any) -> Any:
+    """What a plain create reads with its ``INSERT`` (``plain_writes.PlainWrites.insert``'s
+    ``read``), so that its row need not be read back: the linkage part of the tag
+    (``tag_linkage.new_row_linkage``). None when there is nothing to read that way: tags off or no
+    relationships (``load_stored_tagged`` reads no linkage), or a record the ``INSERT``'s row
+    cannot make (``PlainWrites.record``: a type read as instances, an item column not the table's),
+    or ``jsonapi.read_with_insert`` off."""
+    plain, settings = definition.plain_writes, get_registry(request).settings
+    if plain is None or plain.record is None or not definition.relationships or not settings["etags"] \
+            or not settings["read_with_insert"]:
+        return None
+    return lambda new: new_row_linkage(request, definition, new)
+
+
+def inserted_stored(definition: Any, entity: Any, linkage: tuple[Any, ...]) -> tuple[Any, bytes]:
+    """``load_stored_tagged``'s answer for a row a plain create inserted and read with
+    ``inserted_reads``: the record of ``item_columns`` from the values its ``INSERT`` returned
+    (the entity's, as the database holds them), and the linkage part of its tag."""
+    plain, loaded = definition.plain_writes, instance_dict(entity)
+    return plain.record([loaded[key] for key in plain.record_keys]), linkage_bytes(linkage)

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from pyramid.request import Request
-from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, select
+from sqlalchemy import Integer, String, bindparam, func, inspect, literal_column, null, select
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
@@ -17,7 +17,7 @@ from ..connection import execute
 from ..contract import get_registry
 from .idlists import dialect_of
 
-__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "read_linkage", "split_linkage"]
+__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "new_row_linkage", "read_linkage", "split_linkage"]
 
 # -- the linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst) --
 #
@@ -55,17 +55,19 @@ def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
                  for index, relationship in enumerate(definition.relationships))
 
 
-def _aggregate(request: Request, definition: Any, relationship: Any, postgresql: bool) -> Any:
+def _aggregate(request: Request, definition: Any, relationship: Any, postgresql: bool, linked: Any = None) -> Any:
     """The keys of the rows linked to the item through ``relationship`` that the caller may see,
     in key order, as one text. The linked keys are found through the relationship's join between
     aliases (``IN``), the target's visibility applied outside: SQLite, which plans without
     statistics, would otherwise start from an index of the visibility's column (all published
-    articles) rather than from the link table's rows of this item."""
+    articles) rather than from the link table's rows of this item. ``linked``: the linked keys' ``SELECT``
+    when not the relationship's own (``new_row_linkage``)."""
     target = relationship.target_definition
     key = target.id_key.sql(target.model)
     # what does not depend on the caller, built once (a visibility built per caller rebuilds the rest)
-    linked, element = get_registry(request).statements.get(
+    kept, element = get_registry(request).statements.get(
         request, ("linked", definition, relationship.name), lambda: _linked(definition, relationship))
+    linked = kept if linked is None else linked
     statement = select(element.label("member")).where(key.in_(linked))
     criterion = target.visibility(request)
     if criterion is not None:
@@ -106,11 +108,22 @@ def _linked(definition: Any, relationship: Any) -> tuple[Any, Any]:
 
 def _from_the_link(definition: Any, relationship: Any) -> Any:
     """The linked keys read from the one table that holds the link, when the relationship is a
-    plain foreign key between the two types' one-column keys (its join nothing but that equality):
-    a to-many's target rows by their foreign key, a many-to-many's link rows, a many-to-one's
-    owner row. The same keys as through the join of the two types, for PostgreSQL one index
-    lookup instead of a join through the owner's row (and, for a many-to-many, the target's
-    table). None otherwise (inheritance, composite keys, a join with more conditions)."""
+    plain foreign key between the two types' one-column keys (``_link_of``): a to-many's target
+    rows by their foreign key, a many-to-many's link rows, a many-to-one's owner row. The same
+    keys as through the join of the two types, for PostgreSQL one index lookup instead of a join
+    through the owner's row (and, for a many-to-many, the target's table). None otherwise."""
+    link = _link_of(definition, relationship)
+    if link is None:
+        return None
+    _to_many, selected, matched = link
+    return select(selected).where(matched == _parameter(definition.id_key.columns[0])).correlate(None)
+
+
+def _link_of(definition: Any, relationship: Any) -> tuple[bool, Any, Any] | None:
+    """(to many, the column holding the linked keys, the column holding the owner's key) of the
+    one table that holds the link, when the relationship is a plain foreign key between the two
+    types' one-column keys (its join nothing but that equality; for a many-to-many, each side's);
+    None otherwise (inheritance, composite keys, a join with more conditions)."""
     target = relationship.target_definition
     prop = relationship.prop
     if definition.id_key.composite or target.id_key.composite or len(prop.synchronize_pairs) != 1:
@@ -128,12 +141,39 @@ def _from_the_link(definition: Any, relationship: Any) -> Any:
         (target_side, link_column), = prop.secondary_synchronize_pairs
         if target_side is not target_key or not prop.secondaryjoin.compare(target_side == link_column):
             return None
-        return select(link_column).where(destination == _parameter(owner_key)).correlate(None)
+        return True, link_column, destination
     if prop.direction is RelationshipDirection.ONETOMANY and source is owner_key:
-        return select(target_key).where(destination == _parameter(owner_key)).correlate(None)
+        return True, target_key, destination
     if prop.direction is RelationshipDirection.MANYTOONE and source is target_key:
-        return select(destination).where(owner_key == _parameter(owner_key)).correlate(None)
+        return False, destination, owner_key
     return None
+
+
+def new_row_linkage(request: Request, definition: Any, new: Any) -> tuple[Any, ...] | None:
+    """``linkage_columns`` of a row being inserted in the same statement: ``new`` is the
+    ``INSERT ... RETURNING``'s row (a CTE, its columns by their key), which the statement's
+    subqueries cannot read from the table (they read the database as it was before it). So a
+    relationship qualifies only when its linkage needs nothing but the new row
+    (``_link_of``): a many-to-one's key is the new row's column, its target read through its
+    visibility; a to-many or many-to-many whose link column holds a foreign key to the owner's key,
+    not deferrable, links no row yet (the database refuses a row linking a key that does not
+    exist), NULL as the aggregate of nothing. None when one does not qualify (the row is read back on its own)."""
+    postgresql = dialect_of(request).name == "postgresql"
+    columns = []
+    for index, relationship in enumerate(definition.relationships):
+        link = _link_of(definition, relationship)
+        if link is None:
+            return None
+        to_many, selected, matched = link
+        if to_many:  # a foreign key checked by each statement (not deferred to the commit)
+            owner_key = definition.id_key.columns[0]
+            if not any(key.column is owner_key and not key.deferrable for key in matched.foreign_keys):
+                return None
+            column: Any = null()
+        else:
+            column = _aggregate(request, definition, relationship, postgresql, select(new.c[selected.key]))
+        columns.append(column.label(f"{_LABEL}{index}"))
+    return tuple(columns)
 
 
 def _parameter(key: Any) -> Any:

@@ -36,8 +36,8 @@ def create(context: Any, request: Request) -> Any:
     if sidepost is not None:
         return sidepost(context, request)
     plan = parse_query(request, context.definition, collection=False)
-    entity = writes.create(Write(context, request_data(request)))  # check, validate, apply, flush
-    stored, linkage = load_stored_tagged(request, context.definition, entity)  # load back (and its tag's linkage)
+    # check, validate, apply, flush; load back (and its tag's linkage): with the INSERT when it can
+    entity, stored, linkage = writes.create_stored(Write(context, request_data(request)))
     document = resource_document(request, plan, load_document(request, plan, Loaded.one(context.definition, stored)))
     url = document["data"]["links"]["self"]
     document["links"]["self"] = url

@@ -4,8 +4,8 @@ connection, in its transaction, instead of ``session.add`` and a flush (about a 
 Python calls go to the unit of work deciding what a single row already says).
 
 Whether a type may be written this way is decided once, when the configuration commits
-(``resolve_plain_writes``, the last of ``startup``'s passes, kept on the definition as
-``plain_writes``); a write takes this path only when, besides, everything it sends and everything
+(``plain_rules.resolve_plain_writes``, the last of ``startup``'s passes, kept on the definition
+as ``plain_writes``); a write takes this path only when, besides, everything it sends and everything
 listening allows it (``PlainWrites.insert``, ``PlainWrites.update``: None means "take the ORM's
 path", which stays the way for everything else). The rule, so that the database, the session and
 every hook end as the ORM would leave them:
@@ -46,16 +46,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Column, Table, bindparam, inspect, select, true
-from sqlalchemy.orm import ColumnProperty, RelationshipDirection, make_transient_to_detached
+from sqlalchemy import bindparam, inspect, select, true
+from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.orm.exc import StaleDataError, UnmappedColumnError
+from sqlalchemy.orm.exc import StaleDataError
 
 from ..connection import execute
 from ..load.idlists import dialect_of
 from ..tm_join import FLUSH_LISTENERS
 
-__all__ = ["PlainWrites", "ToOneKey", "resolve_plain_writes"]
+__all__ = ["PlainWrites", "ToOne", "ToOneKey"]
 
 #: SQLAlchemy's own listeners (mapper configuration on ``init``, cascades and backrefs on
 #: relationship attributes): they do what they do on either path.
@@ -67,6 +67,8 @@ _INSERT_EVENTS = (*_UPDATE_EVENTS, "transient_to_pending", "pending_to_persisten
 #: the bound parameter of an update's row; the prefix of a keyed target's (``_insert_selecting``)
 _ID = "jsonapi_plain_id"
 _TARGET = "jsonapi_target_"
+#: dialects that run an ``INSERT ... RETURNING`` in a ``WITH`` (``insert``'s ``read``)
+_DML_IN_WITH = frozenset(("postgresql",))
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class ToOneKey:
 
 
 class PlainWrites:
-    """What a type's plain writes need, built once (``resolve_plain_writes``)."""
+    """What a type's plain writes need, built once (``plain_rules.resolve_plain_writes``)."""
 
     def __init__(self, mapper: Any, columns: dict[str, Any], to_ones: dict[str, ToOne]) -> None:
         self.mapper = mapper
@@ -120,15 +122,30 @@ class PlainWrites:
         self.on_update = tuple(c.key for c in self.table.columns if c.onupdate is not None or c.server_onupdate is not None)
         #: relationship names whose target a create may name by its key (``keyed``)
         self.keyed = frozenset[str]()
+        #: (column key, its Python-side default as a function of nothing) for the defaults a
+        #: statement's execution context would compute (``plain_rules``: scalars and callables that
+        #: take no context); bound as values, they leave the statement nothing to compute, so that a
+        #: kept one may run on the driver (``connection``)
+        self.defaults: tuple[tuple[str, Any], ...] = ()
+        #: a Python-side default takes SQLAlchemy's execution context: its ``get_current_parameters``
+        #: knows no ``INSERT`` in a ``WITH`` (``insert``'s ``read`` is not done)
+        self.context_defaults = False
+        #: the keys of an item's record (``item_columns``) and its maker, when each is a column this
+        #: type's ``INSERT`` returns (the record of a new row is then made from what it returned)
+        self.record_keys: tuple[str, ...] | None = None
+        self.record: Any = None
 
     # -- create --------------------------------------------------------------------------------
 
-    def insert(self, request: Any, definition: Any, changes: Any, statements: Any) -> Any:
-        """Insert the row of ``changes`` (``validation.Changes``) and return its entity, or None
-        when this write must take the ORM's path (nothing was done) or a to-one target named by
-        its key (``ToOneKey``) is missing or hidden (nothing was inserted). ``statements``: the
+    def insert(self, request: Any, definition: Any, changes: Any, statements: Any, read: Any = None) -> Any:
+        """Insert the row of ``changes`` (``validation.Changes``): ``(entity, what read read)``, or
+        None when this write must take the ORM's path (nothing was done) or a to-one target named
+        by its key (``ToOneKey``) is missing or hidden (nothing was inserted). ``statements``: the
         application's ``load.statements.StatementCache`` (the statement that selects such keys
-        holds the targets' visibility)."""
+        holds the targets' visibility). ``read(new)``: columns to read with the new row (the
+        ``INSERT ... RETURNING`` in a ``WITH``, ``new``, its columns by key), or None when they
+        cannot be; on a database that runs an ``INSERT`` in a ``WITH`` (PostgreSQL) their values
+        come second, else None."""
         session = request.dbsession
         values = self._values(definition, changes.attributes)
         if values is None or not self._quiet(session, "insert"):
@@ -149,10 +166,17 @@ class PlainWrites:
             values[self.id_column.key] = changes.id
         for key in [key for key, value in values.items() if value is None and key not in self.none_is_value]:
             del values[key]  # the column's default, as the ORM's flush leaves None out
-        if keyed:
-            written = self._insert_selecting(request, session, values, keyed, statements)
-            if written is None:
+        held = {local for _relationship, to_one, _key in keyed for local, _remote in to_one.pairs}
+        for key, default in self.defaults:  # computed as the statement's execution would, before it
+            if key not in values and key not in held:
+                values[key] = default()
+        read = read if read is not None and not self.context_defaults and dialect_of(request).name in _DML_IN_WITH else None
+        extra = None
+        if keyed or read is not None:
+            returned = self._insert_returning(request, session, values, keyed, statements, read)
+            if returned is None:
                 return None
+            written, extra = returned
         else:
             result = _run(request, session, self.insert_statement, values)
             written = result.last_inserted_params()
@@ -164,19 +188,21 @@ class PlainWrites:
                 target = _in_session(session, relationship.target_definition, target.key)
             if target is not None:
                 _expire_loaded(session, target, reverse)
-        return self._persistent(session, written)
+        return self._persistent(session, written), extra
 
     def keyed_names(self, request: Any) -> frozenset[str]:
         """The to-ones (``keyed``) a create may send by key, on a database whose ``INSERT`` returns
         rows (``RETURNING``: PostgreSQL, SQLite 3.35 and later, MariaDB 10.5 and later)."""
         return self.keyed if self.keyed and dialect_of(request).insert_returning else frozenset()
 
-    def _insert_selecting(self, request: Any, session: Any, values: dict[str, Any], keyed: list[Any],
-                          statements: Any) -> dict[str, Any] | None:
-        """``INSERT INTO t (columns..., keys...) SELECT :values..., target keys... FROM targets WHERE
-        each target's id and visibility RETURNING *``: the row written (column key -> value), or
-        None when it selected nothing (a target missing or hidden). Kept per columns and
-        relationships (``statements``: with the targets' visibility criteria)."""
+    def _insert_returning(self, request: Any, session: Any, values: dict[str, Any], keyed: list[Any], statements: Any,
+                          read: Any) -> tuple[dict[str, Any], tuple[Any, ...] | None] | None:
+        """``INSERT ... RETURNING *``: (the row written, column key -> value; the values of
+        ``read``'s columns or None), or None when it inserted nothing (a target missing or hidden).
+        With keyed to-ones, ``INSERT INTO t (columns..., keys...) SELECT :values..., target
+        keys... FROM targets WHERE each target's id and visibility``; with ``read``, in a ``WITH``
+        whose ``SELECT`` reads its columns. Kept per columns, relationships and ``read``
+        (``statements``: with the criteria of the targets' visibility and of what ``read`` reads)."""
         names = tuple(sorted(values))
         if any(local in values for _relationship, to_one, _key in keyed for local, _remote in to_one.pairs):
             return None  # a key sent as an attribute too: the ORM's way decides
@@ -184,6 +210,8 @@ class PlainWrites:
 
         def build() -> Any:
             selected: list[Any] = [bindparam(name, type_=table.c[name].type) for name in names]
+            if not keyed:
+                return _reading(table.insert().values(dict(zip(names, selected, strict=True))), read)
             columns, criteria, joined = list(names), [], cast("Any", None)
             for index, (relationship, to_one, _key) in enumerate(keyed):
                 target = relationship.target_definition
@@ -197,17 +225,19 @@ class PlainWrites:
                 if criterion is not None:
                     criteria.append(criterion)
             chosen = select(*selected).select_from(joined).where(*criteria)
-            return table.insert().from_select(columns, chosen).returning(*table.columns)
+            return _reading(table.insert().from_select(columns, chosen), read)
 
         parameters = dict(values)
         for index, (relationship, _to_one, key) in enumerate(keyed):
             parameters.update(relationship.target_definition.id_key.bind(f"{_TARGET}{index}", key.key))
-        statement = statements.get(request, ("plain-insert", table, names, tuple(r.name for r, _t, _k in keyed)),
-                                   build, parameters)
+        statement = statements.get(request, ("plain-insert", table, names, tuple(r.name for r, _t, _k in keyed),
+                                             read is not None), build, parameters)
         row = _run(request, session, statement, parameters).first()
         if row is None:
             return None
-        return {column.key: value for column, value in zip(table.columns, row, strict=True)}  # RETURNING's order
+        size = len(table.columns)  # RETURNING's order, then what ``read`` reads
+        return {column.key: value for column, value in zip(table.columns, row[:size], strict=True)}, \
+            (tuple(row[size:]) if len(row) > size else None)
 
     def _persistent(self, session: Any, written: dict[str, Any]) -> Any:
         entity = self.mapper.class_manager.new_instance()
@@ -300,6 +330,17 @@ def _run(request: Any, session: Any, statement: Any, parameters: dict[str, Any])
     return execute(request, statement, parameters)
 
 
+def _reading(insert: Any, read: Any) -> Any:
+    """``insert`` returning its row; with ``read``, in a ``WITH`` whose ``SELECT`` reads the row
+    and ``read``'s columns (unless ``read`` answers None)."""
+    insert = insert.returning(*insert.table.columns)
+    if read is None:
+        return insert
+    new = insert.cte("jsonapi_new")
+    columns = read(new)
+    return insert if columns is None else select(*new.c, *columns)
+
+
 def _quiet_listeners(listeners: Any) -> bool:
     return all(getattr(listener, "__module__", "") in _SQLALCHEMY_LISTENERS for listener in listeners)
 
@@ -317,79 +358,3 @@ def _expire_loaded(session: Any, target: Any, keys: tuple[str, ...]) -> None:
     stale = [key for key in keys if key in loaded]
     if stale:
         session.expire(target, stale)
-
-
-def resolve_plain_writes(definition: Any) -> None:
-    """The last ``startup`` pass: ``definition.plain_writes``, a ``PlainWrites`` when the type
-    may be written without the unit of work (the module's rule), else None;
-    ``definition.plain_writes_refused`` says why not."""
-    definition.plain_writes, definition.plain_writes_refused = None, _refused(definition)
-    if definition.plain_writes_refused is not None:
-        return
-    mapper = inspect(definition.model)
-    table = mapper.local_table
-    columns = {}
-    for prop in mapper.column_attrs:
-        if isinstance(prop, ColumnProperty) and len(prop.columns) == 1:
-            column = prop.columns[0]
-            if isinstance(column, Column) and column.table is table:
-                columns[prop.key] = column
-    to_ones = {}
-    for relationship in definition.relationships:
-        to_one = _to_one(mapper, relationship.prop, columns)
-        if to_one is not None:
-            to_ones[relationship.prop.key] = to_one
-    plain = definition.plain_writes = PlainWrites(mapper, columns, to_ones)
-    plain.keyed = _keyed(definition, to_ones)
-
-
-def _keyed(definition: Any, to_ones: dict[str, ToOne]) -> frozenset[str]:
-    """The to-ones a create may name by key (``ToOneKey``): a target of one table, without
-    subtypes (the row found need not say its type), not unique (nothing else to check), each target
-    type once (the ``SELECT`` reads each target's table once, unaliased, as its visibility names it)."""
-    keyed: dict[Any, list[str]] = {}
-    for relationship in definition.relationships:
-        target = relationship.target_definition
-        if relationship.prop.key not in to_ones or relationship.unique or target is None or target.subtypes:
-            continue
-        mapper = inspect(target.model)
-        if mapper.inherits is not None or mapper.persist_selectable is not mapper.local_table:
-            continue
-        keyed.setdefault(target.model, []).append(relationship.name)
-    return frozenset(names[0] for names in keyed.values() if len(names) == 1)
-
-
-def _refused(definition: Any) -> str | None:
-    mapper = inspect(definition.model)
-    manager = mapper.class_manager
-    reasons = (
-        (definition.apply is not None, "an apply= hook"),
-        (mapper.inherits is not None or mapper.polymorphic_on is not None or len(mapper.self_and_descendants) > 1,
-         "inheritance"),
-        (not isinstance(mapper.local_table, Table) or mapper.persist_selectable is not mapper.local_table,
-         "not one table"),
-        (mapper.version_id_col is not None, "a version_id_col"),
-        (len(mapper.primary_key) > 1, "a composite primary key"),
-        (bool(mapper.validators), "@validates"),
-        (manager.original_init not in (mapper.registry.constructor, object.__init__), "its own __init__"),
-    )
-    return next((reason for refused, reason in reasons if refused), None)
-
-
-def _to_one(mapper: Any, prop: Any, columns: dict[str, Any]) -> ToOne | None:
-    if (prop.direction is not RelationshipDirection.MANYTOONE or prop.secondary is not None or prop.post_update
-            or prop.viewonly):
-        return None
-    by_column = {column: key for key, column in columns.items()}
-    target = prop.mapper
-    pairs = []
-    for local, remote in prop.local_remote_pairs:
-        try:
-            remote_key = target.get_property_by_column(remote).key
-        except UnmappedColumnError:
-            return None
-        if local not in by_column:
-            return None
-        pairs.append((local.key, remote_key))
-    back = [other for other in target.relationships if issubclass(mapper.class_, other.mapper.class_)]
-    return ToOne(prop, tuple(pairs), tuple(other.key for other in back), tuple(other.class_attribute for other in back))

@@ -62,6 +62,7 @@ ALLOWED = {
 #: internals): (module, name) -> the files importing it. Checked below like the private ones.
 INTERNAL = {
     ("sqlalchemy.engine.result", "result_tuple"): {"jsonapi_pyramid/connection.py", "jsonapi_pyramid/records.py",
+                                                   "jsonapi_pyramid/write/plain_rules.py",
                                                    "jsonapi_pyramid/load/tag_linkage.py"},
     ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/load/filtering.py", "jsonapi_pyramid/load/sorting.py",
                                                "jsonapi_pyramid/load/stats_sql.py"},
@@ -213,7 +214,7 @@ def test_zope_sqlalchemy_register_listens_to_the_events_tm_join_takes_over(tmp_p
 
 
 def test_sqlalchemy_result_tuple_makes_rows_of_the_keys_given():
-    """connection.py, records.py, tag_linkage.py: ``result_tuple(keys)`` makes ``Row`` objects
+    """connection.py, records.py, tag_linkage.py, write/plain_rules.py: ``result_tuple(keys)`` makes ``Row`` objects
     (attribute and index access, ``_fields``, ``_mapping``) of plain tuples."""
     make = result_tuple(["title", "user_id"])
     row = make(("Hello", 7))
