@@ -161,6 +161,8 @@ class ResourceDefinition(Frozen):
         self.item_columns: tuple[Any, ...] | None = None
         #: JSON name -> ``schema.Field`` of every attribute
         self.fields: Mapping[str, Field] = {}
+        #: JSON name -> ``jsontypes.AttributeType`` of every attribute (what validation checks)
+        self.attribute_types: Mapping[str, Any] = {}
         #: how the type is written without the unit of work, or None (``plain_writes``; why not:
         #: ``plain_writes_refused``)
         self.plain_writes: PlainWrites | None = None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 import colander
 from sqlalchemy import Column, inspect
@@ -40,8 +40,8 @@ from sqlalchemy.sql import sqltypes
 from .durations import parse_duration
 from .schema import column_kind, enum_choices
 
-__all__ = ["NUMBER_TYPES", "attribute_sql_type", "check_json_type", "decode_value", "fit_to_column", "json_kind",
-           "required_column"]
+__all__ = ["NUMBER_TYPES", "AttributeType", "attribute_sql_type", "attribute_type", "check_json_type", "decode_value",
+           "fit_to_column", "json_kind", "required_column"]
 
 #: SQL types of numbers (SQLAlchemy 2.1's ``Float`` is no longer a ``Numeric``).
 NUMBER_TYPES = (sqltypes.Numeric, sqltypes.Float)
@@ -91,6 +91,25 @@ def attribute_sql_type(model: type[Any], attribute: str) -> tuple[Any, bool]:
         if sql_type is not None and not isinstance(sql_type, sqltypes.NullType):
             return sql_type, True
     return None, True
+
+
+class AttributeType(NamedTuple):
+    """What validation checks an attribute sent against, decided once per attribute at start-up
+    (``attribute_type``; ``ResourceDefinition.attribute_types``)."""
+
+    sql_type: Any  # ``attribute_sql_type``
+    nullable: bool
+    kind: str  # ``json_kind`` of ``sql_type``, for an attribute without a colander node
+    fits: bool  # ``fit_to_column`` may change a value of it (an Enum, an Interval, a non-float Numeric)
+    required: bool  # ``required_column``
+
+
+def attribute_type(model: type[Any], attribute: str) -> AttributeType:
+    """The ``AttributeType`` of the entity attribute ``attribute``."""
+    sql_type, nullable = attribute_sql_type(model, attribute)
+    fits = (isinstance(sql_type, sqltypes.Enum) or column_kind(sql_type) == "duration"
+            or (isinstance(sql_type, sqltypes.Numeric) and not isinstance(sql_type, sqltypes.Float)))
+    return AttributeType(sql_type, nullable, json_kind(sql_type), fits, required_column(model, attribute))
 
 
 def required_column(model: type[Any], attribute: str) -> bool:

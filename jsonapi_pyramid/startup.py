@@ -26,6 +26,7 @@ from sqlalchemy.sql.sqltypes import JSON, NullType
 
 from .hints import did_you_mean
 from .identifiers import id_generated, key_of
+from .jsontypes import attribute_type
 from .records import Readers
 from .relationships import Aggregate, RelationshipsCollection, relationship_aggregate
 from .schema import attribute_sql, build_fields, column_kind, unserved
@@ -191,7 +192,8 @@ def resolve_values(definition: Any) -> None:
     of ``record_columns``, or mapped instances when there are none; its readers, the reader of
     the id of one of its values (``id_of``), and the columns of an item's record
     (``item_columns``: the record's first, so its readers read it by position, then the model's
-    other table columns; column properties that are SQL expressions are left out)."""
+    other table columns; column properties that are SQL expressions are left out); what validation
+    checks each attribute against (``attribute_types``)."""
     columns = definition.record_columns
     record_keys = None if columns is None else tuple(column.key for column in columns)
     if record_keys is not None:
@@ -199,6 +201,8 @@ def resolve_values(definition: Any) -> None:
         others = tuple(prop.key for prop in mapper.column_attrs
                        if prop.key not in record_keys and isinstance(prop.expression, Column))
         definition.item_columns = (*columns, *(getattr(definition.model, key).label(key) for key in others))
+    definition.attribute_types = {name: attribute_type(definition.model, definition.entity_attribute(name))
+                                  for name in definition.attributes}
     definition.readers = Readers(definition.model, definition.transformer_class, definition.attributes, record_keys,
                                  len(definition.id_key.attributes))
     definition.id_of = definition.id_key.getter(columns is not None)  # a record's first columns are the key's

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from ..contract import get_registry
 from ..errors import BadRequest, Conflict, Forbidden
-from ..jsontypes import attribute_sql_type, check_json_type, decode_value, fit_to_column, json_kind, required_column
+from ..jsontypes import attribute_type, check_json_type, decode_value, fit_to_column, json_kind
 from ..write.plain_writes import ToOneKey
 from .common import RELATIONSHIP_MEMBERS, RESOURCE_MEMBERS, Failures, _check_type, _escape, _parse, _unknown_members
 from .linkage import _FAILED, Linkage, _check_linkage_rules, _resolve, keyed_target, max_linkage_items, read_linkage
@@ -234,7 +234,8 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
     sent: dict[str, Any] = {}
     unchecked: dict[str, Any] = {}
     wrong_type: set[str] = set()
-    sql_types: dict[str, Any] = {}
+    fitted: dict[str, Any] = {}  # name -> the SQL type of a value ``fit_to_column`` may change
+    types = definition.attribute_types
     for name, value in attributes.items():
         pointer = f"/data/attributes/{_escape(name)}"
         if name not in writable:
@@ -242,19 +243,21 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
                          else f"{definition.type} has no attribute {name!r}.")
             continue
         node = bound.get(name) if bound is not None else None
-        sql_type, nullable = attribute_sql_type(definition.model, definition.entity_attribute(name))
-        problem = check_json_type(json_kind(sql_type, node), value)
+        typed = types.get(name) or attribute_type(definition.model, definition.entity_attribute(name))
+        problem = check_json_type(typed.kind if node is None else json_kind(typed.sql_type, node), value)
         if problem is not None:
             failures.add(pointer, f"{name} {problem}")
             wrong_type.add(f"/{_escape(name)}")
         elif node is not None:
-            sent[name], sql_types[name] = value, sql_type
+            sent[name] = value
+            if typed.fits:
+                fitted[name] = typed.sql_type
         else:  # no colander node: the column's type converts it (strictly)
-            _decode_unchecked(name, value, sql_type, nullable, pointer, unchecked, failures)
+            _decode_unchecked(name, value, typed.sql_type, typed.nullable, pointer, unchecked, failures)
     if entity is None:  # a create: NOT NULL columns without a default and without a schema node
         for name in writable:
             if name not in attributes and (bound is None or name not in bound) and \
-                    required_column(definition.model, definition.entity_attribute(name)):
+                    (types.get(name) or attribute_type(definition.model, definition.entity_attribute(name))).required:
                 failures.add(f"/data/attributes/{_escape(name)}", f"{name} is required.")
     if bound is None:
         return unchecked
@@ -262,11 +265,12 @@ def _checked_attributes(request: Request, definition: Any, attributes: dict[Any,
     for pointer, message in schema_failures:
         if "/" + pointer[1:].split("/")[0] not in wrong_type:  # a value of the wrong type is reported once
             failures.add("/data/attributes" + pointer, message)
-    for name, value in values.items():  # what the schema made of a value, as its column keeps it
-        try:
-            values[name] = fit_to_column(sql_types.get(name), value)
-        except ValueError as exc:
-            failures.add(f"/data/attributes/{_escape(name)}", f"{name}: {exc}")
+    for name, sql_type in fitted.items():  # what the schema made of a value, as its column keeps it
+        if name in values:
+            try:
+                values[name] = fit_to_column(sql_type, values[name])
+            except ValueError as exc:
+                failures.add(f"/data/attributes/{_escape(name)}", f"{name}: {exc}")
     # Attributes the schema does not know but ``writable=`` allows pass, converted by their column.
     return {**unchecked, **values}
 
