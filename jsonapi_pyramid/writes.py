@@ -108,8 +108,10 @@ def create(write: Write) -> Any:
 
 def create_stored(write: Write) -> tuple[Any, Any, bytes | None]:
     """``create``, then the new row as the database holds it and the linkage part of its tag
-    (``load.stored.load_stored_tagged``): (entity, stored, linkage). A plain create on
-    PostgreSQL reads them in its own statement (``stored.inserted_reads``)."""
+    (``load.stored.load_stored_tagged``): (entity, stored, linkage), for an answer built from
+    them. A plain create on PostgreSQL reads them in its own statement (``stored.inserted_reads``).
+    Where that read applies (any database) a plain create's entity is not put in the session: the
+    answer needs only its values (detached, its columns loaded)."""
     definition = write.context.definition
     entity, linkage = _create(write, inserted_reads(write.request, definition))
     if linkage is not None:
@@ -126,7 +128,7 @@ def _create(write: Write, read: Any) -> tuple[Any, Any]:
     changes = validate_resource(request, definition, write.data, keyed=keyed)
     inserted: tuple[Any, Any] | None = None
     if plain is not None:
-        inserted = plain.insert(request, definition, changes, get_registry(request).statements, read)
+        inserted = plain.insert(request, definition, changes, get_registry(request).statements, read, attach=read is None)
     if inserted is not None:  # one Core INSERT, without the unit of work (``plain_writes``)
         return inserted
     changes = resolve_keyed(request, changes)  # targets the INSERT did not find fail here, as in validation

@@ -137,7 +137,8 @@ class PlainWrites:
 
     # -- create --------------------------------------------------------------------------------
 
-    def insert(self, request: Any, definition: Any, changes: Any, statements: Any, read: Any = None) -> Any:
+    def insert(self, request: Any, definition: Any, changes: Any, statements: Any, read: Any = None,
+               attach: bool = True) -> Any:
         """Insert the row of ``changes`` (``validation.Changes``): ``(entity, what read read)``, or
         None when this write must take the ORM's path (nothing was done) or a to-one target named
         by its key (``ToOneKey``) is missing or hidden (nothing was inserted). ``statements``: the
@@ -145,7 +146,8 @@ class PlainWrites:
         holds the targets' visibility). ``read(new)``: columns to read with the new row (the
         ``INSERT ... RETURNING`` in a ``WITH``, ``new``, its columns by key), or None when they
         cannot be; on a database that runs an ``INSERT`` in a ``WITH`` (PostgreSQL) their values
-        come second, else None."""
+        come second, else None. ``attach=False``: the entity is left detached, not in the session
+        (a caller that needs only its values: the create view, which answers from ``read``)."""
         session = request.dbsession
         values = self._values(definition, changes.attributes)
         if values is None or not self._quiet(session, "insert"):
@@ -188,7 +190,7 @@ class PlainWrites:
                 target = _in_session(session, relationship.target_definition, target.key)
             if target is not None:
                 _expire_loaded(session, target, reverse)
-        return self._persistent(session, written), extra
+        return self._persistent(session if attach else None, written), extra
 
     def keyed_names(self, request: Any) -> frozenset[str]:
         """The to-ones (``keyed``) a create may send by key, on a database whose ``INSERT`` returns
@@ -245,7 +247,8 @@ class PlainWrites:
         # loaded values (no history), as a load sets them
         inspect(entity).dict.update((keys[k], value) for k, value in written.items() if k in keys)
         make_transient_to_detached(entity)  # what the database set is loaded on first use
-        session.add(entity)
+        if session is not None:
+            session.add(entity)
         return entity
 
     # -- update --------------------------------------------------------------------------------
