@@ -23,6 +23,7 @@ from pyramid.authorization import ALL_PERMISSIONS, Allow, Authenticated, Everyon
 from pyramid.exceptions import ConfigurationError
 from sqlalchemy import bindparam, select
 
+from jsonapi_pyramid import read_rows
 from jsonapi_pyramid.errors import Unauthorized, ValidationFailed
 from jsonapi_pyramid.operations import created, request_data
 from jsonapi_pyramid.security import (
@@ -101,7 +102,7 @@ def find_identity(request, secret: str) -> Identity | None:
     """The identity of a bearer ``secret``: its token exists and has not expired, its account is
     active. One statement (the token, its user and the user's roles)."""
     hashed = hash_secret(secret)
-    rows = request.dbconnection.execute(_IDENTITY, {"hashed": hashed, "now": utcnow()}).all()
+    rows = read_rows(request, _IDENTITY, {"hashed": hashed, "now": utcnow()}, kept=True)  # on the driver after its first run
     if not rows or not secrets_match(rows[0][1], hashed):
         return None
     token_id, _hash, user_id, _role = rows[0]

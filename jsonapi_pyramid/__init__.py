@@ -23,6 +23,7 @@ from pyramid.tweens import EXCVIEW
 
 from . import introspection
 from .body import request_body
+from .connection import read_rows
 from .contract import ActionOrder, Registry, ResourceDefinition, ResourceOptions, get_registry
 from .cors import parse_origins
 from .deadlines import POOL_TIMEOUT, STATEMENT_TIMEOUT
@@ -74,6 +75,7 @@ __all__ = [
     "error_object",
     "get_registry",
     "includeme",
+    "read_rows",
 ]
 
 #: Settings under ``jsonapi.`` with their defaults (docs/settings.rst).

@@ -28,8 +28,10 @@ from sqlalchemy import event
 from sqlalchemy.engine.interfaces import BindTyping
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
+from sqlalchemy.sql import Select
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute", "utc_sessions", "with_transaction", "without_transaction"]
+__all__ = ["READS", "connection_of", "dialect_name", "execute", "read_rows", "utc_sessions", "with_transaction",
+           "without_transaction"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -75,6 +77,21 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
                 if form.make is not None and form.ready(request, connection):
                     return form.run(connection, parameters)
     return connection.execute(statement, parameters)
+
+
+def read_rows(request: Request, statement: Any, parameters: Any = None, *, kept: bool = False) -> list[Any]:
+    """The rows (``Row`` objects) of ``statement``, a ``select()``, on the request's connection
+    (``request.dbconnection``), in its transaction, the pending changes of the request's session
+    flushed first: what the library's own statements run on.
+
+    ``kept=True`` for one statement object the application runs again and again (built once, its
+    values as ``bindparam()`` given in ``parameters``, as a module-level constant): after
+    SQLAlchemy's first run of it, it runs on the database driver, as the library's kept statements
+    do (docs: "The read path"), whenever SQLAlchemy would do nothing more. A statement built anew
+    per call must not be kept (each would be compiled twice)."""
+    if kept and isinstance(statement, Select):
+        request.registry.jsonapi.statements.on_driver.setdefault(statement, {})
+    return list(execute(request, statement, {} if parameters is None else parameters).all())
 
 
 def utc_sessions(engine: Any) -> None:

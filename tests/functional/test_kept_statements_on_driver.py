@@ -37,6 +37,7 @@ from sqlalchemy.exc import DBAPIError, NoResultFound
 
 from jsonapi_blog import main
 from jsonapi_pyramid import connection as connection_module
+from jsonapi_pyramid import read_rows
 from jsonapi_pyramid.connection import execute
 from tests.conftest import APP_SETTINGS, JsonApiTestApp
 
@@ -259,3 +260,31 @@ def test_a_writes_read_back_runs_on_the_driver(api, blog, auth_headers, driver_r
         assert shown.body == answer.body and shown.headers["ETag"] == answer.headers["ETag"]
         assert answer.json["data"]["attributes"]["status"] == "draft" and answer.json["data"]["attributes"]["createdAt"]
     assert [run for run in driver_runs if run.lstrip().startswith("SELECT articles.id")]  # the updates' read-back
+
+
+def test_an_applications_statement_kept_with_read_rows(typed, driver_runs):
+    """``jsonapi_pyramid.read_rows(..., kept=True)``: an application's statement object, run again
+    and again, runs on the driver from its second run; its rows are SQLAlchemy's. Not kept, it
+    stays SQLAlchemy's."""
+    engine, conn, table, _ref = typed
+    kept = select(table.c.id, table.c.price, table.c.kind, table.c.at).where(table.c.id <= bindparam("top")).order_by(table.c.id)
+    expected = conn.execute(kept, {"top": 2}).all()
+    request = request_on(engine, conn)
+    answers = [read_rows(request, kept, {"top": 2}, kept=True) for _ in range(3)]
+    assert len(driver_runs) == 2  # the first run is SQLAlchemy's: it learns the row keys
+    for rows in answers:
+        assert type(rows) is list and rows == expected
+        assert [row.price for row in rows] == [decimal.Decimal("12.50"), None] and rows[0].kind is Kind.LINK
+    driver_runs.clear()
+    plain = select(table.c.id).where(table.c.id == bindparam("id"))
+    assert [read_rows(request, plain, {"id": 1}) for _ in range(3)] == [[(1,)]] * 3
+    assert [row.id for row in read_rows(request, select(table.c.id).order_by(table.c.id), kept=True)] == [1, 2]
+    assert driver_runs == []
+
+
+def test_the_blogs_token_lookup_runs_on_the_driver(api, blog, auth_headers, driver_runs):
+    """The reference service looks its bearer tokens up with ``read_rows(..., kept=True)``."""
+    headers = auth_headers(blog["alice"])
+    for _ in range(3):
+        api.get("/api/articles?page[size]=1", headers=headers, status=200)
+    assert len([run for run in driver_runs if "FROM tokens JOIN users" in " ".join(run.split())]) >= 2
