@@ -111,7 +111,7 @@ def create_stored(write: Write) -> tuple[Any, Any, bytes | None]:
     (``load.stored.load_stored_tagged``): (entity, stored, linkage), for an answer built from
     them. A plain create on PostgreSQL reads them in its own statement (``stored.inserted_reads``).
     Where that read applies (any database) a plain create's entity is not put in the session: the
-    answer needs only its values (detached, its columns loaded)."""
+    answer needs only its values (transient, its columns' values set)."""
     definition = write.context.definition
     entity, linkage = _create(write, inserted_reads(write.request, definition))
     if linkage is not None:

@@ -111,6 +111,8 @@ class PlainWrites:
         self.columns = columns
         #: column key -> entity attribute
         self.keys = {column.key: key for key, column in columns.items()}
+        #: column key -> the class's instrumented attribute (its ``set`` listeners)
+        self.class_attributes = {column.key: getattr(mapper.class_, key) for key, column in columns.items()}
         #: relationship attribute -> ``ToOne``
         self.to_ones = to_ones
         self.id_column = mapper.primary_key[0]
@@ -146,8 +148,8 @@ class PlainWrites:
         holds the targets' visibility). ``read(new)``: columns to read with the new row (the
         ``INSERT ... RETURNING`` in a ``WITH``, ``new``, its columns by key), or None when they
         cannot be; on a database that runs an ``INSERT`` in a ``WITH`` (PostgreSQL) their values
-        come second, else None. ``attach=False``: the entity is left detached, not in the session
-        (a caller that needs only its values: the create view, which answers from ``read``)."""
+        come second, else None. ``attach=False``: the entity is left out of the session (transient,
+        its columns' values set: for a caller that needs only them, the create view's answer)."""
         session = request.dbsession
         values = self._values(definition, changes.attributes)
         if values is None or not self._quiet(session, "insert"):
@@ -246,8 +248,8 @@ class PlainWrites:
         keys = self.keys
         # loaded values (no history), as a load sets them
         inspect(entity).dict.update((keys[k], value) for k, value in written.items() if k in keys)
-        make_transient_to_detached(entity)  # what the database set is loaded on first use
-        if session is not None:
+        if session is not None:  # else left transient: its values, for a caller that needs nothing more
+            make_transient_to_detached(entity)  # what the database set is loaded on first use
             session.add(entity)
         return entity
 
@@ -299,7 +301,7 @@ class PlainWrites:
         columns = self.columns
         for name, value in attributes.items():
             column = columns.get(definition.entity_attribute(name))
-            if column is None or not _quiet_listeners(getattr(self.mapper.class_, self.keys[column.key]).dispatch.set):
+            if column is None or not _quiet_listeners(self.class_attributes[column.key].dispatch.set):
                 return None
             values[column.key] = value
         return values
@@ -345,7 +347,10 @@ def _reading(insert: Any, read: Any) -> Any:
 
 
 def _quiet_listeners(listeners: Any) -> bool:
-    return all(getattr(listener, "__module__", "") in _SQLALCHEMY_LISTENERS for listener in listeners)
+    for listener in listeners:  # a loop, not all() over a generator: asked for every write, mostly of none
+        if getattr(listener, "__module__", "") not in _SQLALCHEMY_LISTENERS:
+            return False
+    return True
 
 
 def _in_session(session: Any, target: Any, key: Any) -> Any:
