@@ -347,7 +347,8 @@ def _reading(insert: Any, read: Any) -> Any:
 
 
 def _quiet_listeners(listeners: Any) -> bool:
-    for listener in listeners:  # a loop, not all() over a generator: asked for every write, mostly of none
+    # a loop, not all() over a generator (two calls more per collection): asked for every write, mostly of none
+    for listener in listeners:  # noqa: SIM110
         if getattr(listener, "__module__", "") not in _SQLALCHEMY_LISTENERS:
             return False
     return True
