@@ -60,6 +60,9 @@ _COLANDER_KINDS = (
     (colander.Tuple, "array"),
 )
 
+#: the same, for colander's own classes exactly (a dictionary lookup, not a walk of the list)
+_COLANDER_CLASS_KINDS: dict[type, str] = dict(_COLANDER_KINDS)
+
 #: ``schema.column_kind`` (the one dispatch on SQL types) -> the kind of JSON value it takes.
 _COLUMN_KINDS = {"enum": "string", "boolean": "boolean", "integer": "integer", "number": "number",
                  "datetime": "date-time", "date": "date", "time": "time", "uuid": "uuid", "string": "string",
@@ -124,6 +127,9 @@ def json_kind(sql_type: Any = None, node: Any = None) -> str:
     """The kind (module table) of an attribute validated by colander ``node`` and/or stored in
     ``sql_type``. The node wins: it is what the application declared for input."""
     if node is not None:
+        kind = _COLANDER_CLASS_KINDS.get(type(node.typ))  # colander's own types, by class; subclasses below
+        if kind is not None:
+            return kind
         for colander_type, kind in _COLANDER_KINDS:
             if isinstance(node.typ, colander_type):
                 return kind
