@@ -15,6 +15,7 @@ from sqlalchemy import ForeignKey, Integer, String, create_engine, event, func, 
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
+from jsonapi_pyramid import connection as connection_module
 from jsonapi_pyramid.contract import get_registry
 from jsonapi_pyramid.writes import Write, create
 from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
@@ -267,6 +268,41 @@ def test_every_attribute_type_through_the_keyed_insert_twice(app, statements, in
         assert _insert_then_read(app, statements) and "FROM shelves" in statements[0]
         shown = app.get(made.headers["Location"])
         assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
+
+
+@pytest.fixture
+def driver_runs(monkeypatch):
+    runs = []
+    run = connection_module._Form.run
+
+    def counted(self, connection, parameters):
+        runs.append(" ".join(self.string.split()))
+        return run(self, connection, parameters)
+
+    monkeypatch.setattr(connection_module._Form, "run", counted)
+    return runs
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
+@pytest.mark.parametrize("index", [0, 1])
+def test_every_attribute_type_through_the_insert_on_the_driver(app, driver_runs, index, keyed):
+    """Each value of the column matrix through the create's statement on the driver (no listener
+    of execution events here): on PostgreSQL the INSERT that reads its row (``WITH jsonapi_new AS
+    (INSERT ...) SELECT``), with the shelf (``INSERT ... SELECT``) or without it (``VALUES``), from
+    its second run on; on SQLite the row read back. Each 201 is the document and tag GET gives."""
+    relationships = {"shelf": {"data": {"type": "shelves", "id": "1"}}} if keyed else {}
+    for _ in range(3):
+        made = app.request("/api/specimens", method="POST", status=201, headers={
+            "Host": "example.test", "Content-Type": MEDIA_TYPE}, body=orjson.dumps({"data": {
+                "type": "specimens", "attributes": {name: spec[1][index] for name, spec in ATTRIBUTES.items()},
+                "relationships": relationships}}))
+        shown = app.get(made.headers["Location"])
+        assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
+    inserts = [run for run in driver_runs if run.startswith("WITH jsonapi_new AS (INSERT INTO specimens")]
+    if app.app.registry["db.engine"].dialect.name == "postgresql":
+        assert len(inserts) >= 2 and ("FROM shelves WHERE shelves.id = " in inserts[0]) == keyed
+    else:
+        assert not inserts and [run for run in driver_runs if run.startswith("SELECT specimens.id")]
 
 
 def test_the_blogs_authenticated_create_is_three_statements(api, blog, auth_headers, count_statements, backend):
