@@ -30,6 +30,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import colander
@@ -61,7 +63,7 @@ _COLANDER_KINDS = (
 )
 
 #: the same, for colander's own classes exactly (a dictionary lookup, not a walk of the list)
-_COLANDER_CLASS_KINDS: dict[type, str] = dict(_COLANDER_KINDS)
+_COLANDER_CLASS_KINDS: Mapping[type, str] = MappingProxyType(dict(_COLANDER_KINDS))
 
 #: ``schema.column_kind`` (the one dispatch on SQL types) -> the kind of JSON value it takes.
 _COLUMN_KINDS = {"enum": "string", "boolean": "boolean", "integer": "integer", "number": "number",

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from jsonapi_blog.initdb import load_demo
 from jsonapi_blog.models import Article, Comment, Tag, User
 from jsonapi_blog.passwords import hash_password
+from jsonapi_pyramid import connection as connection_module
 
 
 @pytest.fixture
@@ -76,3 +77,32 @@ def auth_headers(db):
         return {"Authorization": f"Bearer {secret}"}
 
     return make
+
+
+@pytest.fixture
+def statements(app):
+    """The SQL the module's ``app`` (a WebTest app of its own) sends, whitespace folded. A listener
+    of execution events: SQLAlchemy runs every statement while it listens (none on the driver)."""
+    engine = app.app.registry["db.engine"]
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(engine, "before_cursor_execute", record)
+
+
+@pytest.fixture
+def driver_runs(monkeypatch):
+    """The SQL of the kept statements the driver runs (``connection._Form.run``), whitespace folded."""
+    runs: list[str] = []
+    run = connection_module._Form.run
+
+    def counted(self, connection, parameters):
+        runs.append(" ".join(self.string.split()))
+        return run(self, connection, parameters)
+
+    monkeypatch.setattr(connection_module._Form, "run", counted)
+    return runs

@@ -15,11 +15,10 @@ import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import Column, ForeignKey, Integer, String, Table, create_engine, event, text
+from sqlalchemy import Column, ForeignKey, Integer, String, Table, create_engine, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
-from jsonapi_pyramid import connection as connection_module
 from jsonapi_pyramid.contract import get_registry
 from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
 
@@ -242,18 +241,6 @@ def app(request, tmp_path_factory):
         wsgi.registry["db.engine"].dispose()
 
 
-@pytest.fixture
-def statements(app):
-    engine = app.app.registry["db.engine"]
-    seen: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args):
-        seen.append(" ".join(statement.split()))
-
-    event.listen(engine, "before_cursor_execute", record)
-    yield seen
-    event.remove(engine, "before_cursor_execute", record)
-
 
 def _postgresql(app) -> bool:
     return app.app.registry["db.engine"].dialect.name == "postgresql"
@@ -287,18 +274,6 @@ def test_a_create_reads_its_row_with_its_insert(app, statements, keeper):
         linked = app.get(made.headers["Location"] + "/relationships/keeper").json["data"]
         assert (linked and (linked["type"], linked["id"])) == (("keepers", keeper) if keeper else None)
 
-
-@pytest.fixture
-def driver_runs(monkeypatch):
-    runs = []
-    run = connection_module._Form.run
-
-    def counted(self, connection, parameters):
-        runs.append(self.string)
-        return run(self, connection, parameters)
-
-    monkeypatch.setattr(connection_module._Form, "run", counted)
-    return runs
 
 
 def test_python_side_defaults_are_bound_so_the_driver_runs_it(app, driver_runs):

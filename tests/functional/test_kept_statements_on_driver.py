@@ -36,7 +36,6 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, NoResultFound
 
 from jsonapi_blog import main
-from jsonapi_pyramid import connection as connection_module
 from jsonapi_pyramid import read_rows
 from jsonapi_pyramid.connection import execute
 from tests.conftest import APP_SETTINGS, JsonApiTestApp
@@ -94,19 +93,6 @@ def request_on(engine, conn, observability=None):
         registry["jsonapi.observability"] = observability
     return types.SimpleNamespace(registry=registry, dbconnection=conn)
 
-
-@pytest.fixture
-def driver_runs(monkeypatch):
-    """How many statements ran on the driver."""
-    runs = []
-    run = connection_module._Form.run
-
-    def counted(self, connection, parameters):
-        runs.append(self.string)
-        return run(self, connection, parameters)
-
-    monkeypatch.setattr(connection_module._Form, "run", counted)
-    return runs
 
 
 def test_rows_their_types_and_keys_are_sqlalchemys(typed, driver_runs):
@@ -185,7 +171,7 @@ def test_a_driver_error_is_sqlalchemys(typed, driver_runs):
     execute(request, statement, {"id": 1}).all()
     with pytest.raises(DBAPIError) as raised:
         execute(request, statement, {"id": object()}).all()  # no driver can bind it
-    assert driver_runs and raised.value.statement == driver_runs[-1]
+    assert driver_runs and " ".join(raised.value.statement.split()) == driver_runs[-1]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from sqlalchemy import ForeignKey, Integer, String, create_engine, event, func, 
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
-from jsonapi_pyramid import connection as connection_module
 from jsonapi_pyramid.contract import get_registry
 from jsonapi_pyramid.writes import Write, create
 from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
@@ -153,18 +152,6 @@ def app(request, tmp_path_factory):
         wsgi.registry["db.engine"].dispose()
 
 
-@pytest.fixture
-def statements(app):
-    engine = app.app.registry["db.engine"]
-    seen: list[str] = []
-
-    def record(_conn, _cursor, statement, *_args):
-        seen.append(" ".join(statement.split()))
-
-    event.listen(engine, "before_cursor_execute", record)
-    yield seen
-    event.remove(engine, "before_cursor_execute", record)
-
 
 def send(app, data, status):
     return app.request("/api/books", method="POST", body=orjson.dumps({"data": data}), status=status,
@@ -269,18 +256,6 @@ def test_every_attribute_type_through_the_keyed_insert_twice(app, statements, in
         shown = app.get(made.headers["Location"])
         assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
 
-
-@pytest.fixture
-def driver_runs(monkeypatch):
-    runs = []
-    run = connection_module._Form.run
-
-    def counted(self, connection, parameters):
-        runs.append(" ".join(self.string.split()))
-        return run(self, connection, parameters)
-
-    monkeypatch.setattr(connection_module._Form, "run", counted)
-    return runs
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
