@@ -24,7 +24,8 @@ view returns and aborts it when anything raises, so a request changes everything
 An operation returns what its answer needs: the entity for ``create`` and ``update``, None for
 the others (their answers read the linkage, or have no body). The answer is not built from the
 entity in memory: the views (and atomic operations) read the row back after the flush
-(``loading.load_stored``) and build it as ``GET`` would.
+(``loading.load_stored``) and build it as ``GET`` would; the create view through ``create_stored``,
+whose plain ``INSERT`` reads the row and its tag's linkage itself on PostgreSQL.
 """
 from __future__ import annotations
 

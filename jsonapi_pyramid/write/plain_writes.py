@@ -64,7 +64,7 @@ _SQLALCHEMY_LISTENERS = ("sqlalchemy.orm.mapper", "sqlalchemy.orm.unitofwork", "
 #: create and on an update (``after_flush``: only the library's own listeners, called here).
 _UPDATE_EVENTS = ("before_flush", "after_flush_postexec")
 _INSERT_EVENTS = (*_UPDATE_EVENTS, "transient_to_pending", "pending_to_persistent", "detached_to_persistent")
-#: the bound parameter of an update's row; the prefix of a keyed target's (``_insert_selecting``)
+#: the bound parameter of an update's row; the prefix of a keyed target's (``_insert_returning``)
 _ID = "jsonapi_plain_id"
 _TARGET = "jsonapi_target_"
 #: dialects that run an ``INSERT ... RETURNING`` in a ``WITH`` (``insert``'s ``read``)
