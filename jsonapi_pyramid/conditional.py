@@ -41,6 +41,7 @@ from pyramid.request import Request
 from pyramid.response import Response
 
 from .build.document import DocumentBuilder
+from .connection import flush_session
 from .contract import BoundedCache, get_registry
 from .load.loading import Loaded
 from .load.stored import load_stored
@@ -189,7 +190,7 @@ def tag_owner(request: Request, definition: Any, entity: Any, stored: Any = None
     (``stored.load_stored_tagged``)."""
     if not etags_enabled(request):
         return None
-    request.dbsession.flush()
+    flush_session(request)
     tag = resource_etag(request, definition, stored if stored is not None else load_stored(request, definition, entity),
                         linkage if stored is not None else None)
     request.response.headers[RESOURCE_ETAG] = tag
@@ -207,7 +208,7 @@ def tag_answer(request: Request, definition: Any, entity: Any, document: Any = N
     if not etags_enabled(request):
         return
     if document is not None and not request.query_string and document["links"].get("self") == document["data"]["links"]["self"]:
-        request.dbsession.flush()
+        flush_session(request)
         if linkage is None:
             linkage = read_linkage(request, definition, definition.id_key.value(entity))
         request.environ[RENDERED] = lambda request, body: _tag_resource(request, etag_of(body, linkage))

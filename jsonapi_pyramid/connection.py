@@ -30,8 +30,8 @@ from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import Select
 
-__all__ = ["READS", "connection_of", "dialect_name", "execute", "read_rows", "utc_sessions", "with_transaction",
-           "without_transaction"]
+__all__ = ["READS", "WRITE_SESSION_EVENTS", "connection_of", "dialect_name", "execute", "flush_session", "read_rows", "session_events",
+           "session_or_none", "utc_sessions", "with_transaction", "without_transaction"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
 #: their item as a record (``traversal.Item``)
@@ -39,6 +39,8 @@ READS = frozenset(("GET", "HEAD", "OPTIONS"))
 
 #: set by ``jsonapi_pyramid.db``: the request has ``request.dbconnection``
 _ENGINE = "db.engine"
+#: set by ``jsonapi_pyramid.db``: the events of a session of the writes' factory (``session_events``)
+WRITE_SESSION_EVENTS = "db.write_session_events"
 
 
 def connection_of(request: Request) -> Any:
@@ -46,6 +48,30 @@ def connection_of(request: Request) -> Any:
     if _ENGINE in request.registry:
         return request.dbconnection
     return request.dbsession.connection()
+
+
+def session_or_none(request: Request) -> Any:
+    """The request's ORM session when one was made (under ``jsonapi_pyramid.db`` an HTTP request
+    has one only when something asked for it), else None; without ``jsonapi_pyramid.db``, the
+    application's ``request.dbsession``."""
+    if _ENGINE in request.registry:
+        return request.__dict__.get("dbsession")
+    return request.dbsession
+
+
+def flush_session(request: Request) -> None:
+    """Flush the pending changes of the request's ORM session, when it has one (``session_or_none``):
+    a statement run next sees them."""
+    session = session_or_none(request)
+    if session is not None:
+        session.flush()
+
+
+def session_events(request: Request, session: Any) -> Any:
+    """The session events (``dispatch``) of ``session``, or, when there is none (``session_or_none``),
+    those the request's session would have: its factory's and ``Session``'s listeners, as listened
+    to now (``db.includeme`` keeps a session of the writes' factory, made for this only)."""
+    return session.dispatch if session is not None else request.registry[WRITE_SESSION_EVENTS]
 
 
 def dialect_name(request: Request) -> str:
@@ -58,8 +84,8 @@ def execute(request: Request, statement: Any, parameters: Any = None) -> Any:
     ORM's result processing. The pending changes of the request's session, when it has one, are
     flushed first, as the ORM's autoflush would: a write's statements see its own changes."""
     if _ENGINE in request.registry:
-        connection = request.dbconnection  # on a write, this makes the session
-        session = request.__dict__.get("dbsession")  # a read made one only if something asked
+        connection = request.dbconnection
+        session = request.__dict__.get("dbsession")  # made only if something asked (in scripts: with the connection)
     else:
         session = request.dbsession
         connection = session.connection()

@@ -5,13 +5,13 @@ turns on pyramid_tm for the methods that write (one transaction per request: com
 view succeeds, aborted when anything raises, also when an exception view renders the error) and
 adds ``request.dbsession``, joined to ``request.tm`` by zope.sqlalchemy. Views never commit.
 GET, HEAD and OPTIONS are not managed by pyramid_tm (``writes_only``; set ``tm.activate_hook`` to
-change which requests it manages): they get one Core connection, ``request.dbconnection``, on
-which the library runs its statements (``connection.py``), and whose database transaction ends
-with the request (``read_connection``); ``request.dbsession`` on a read is made only when something
-asks for it, bound to that connection (``read_session``). On a write ``request.dbconnection`` is
-the session's connection, and so it is in scripts (``is_http_read``, ``pshell_setup``). An
-application that manages its own sessions provides ``request.dbsession`` itself (the library then
-runs its statements on that session's connection).
+change which requests it manages). Every HTTP request gets one Core connection,
+``request.dbconnection``, on which the library runs its statements (``connection.py``), with an
+ORM session only when something asks for ``request.dbsession`` (then bound to that connection):
+a read's ends with the request, a write's is joined to ``request.tm`` and commits with it
+(``transactions.py``). In scripts (``pshell_setup``, ``bootstrap``) ``request.dbconnection`` is
+the session's. An application that manages its own sessions provides ``request.dbsession``
+itself (the library then runs its statements on that session's connection).
 
 Transient database errors are retried by pyramid_retry (``retry.attempts`` attempts in all, a new
 transaction each time):
@@ -46,7 +46,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pyramid_tm
 import zope.sqlalchemy
 from pyramid.config import Configurator
 from pyramid.request import Request
@@ -60,12 +59,22 @@ from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS, ends_with_commit, utc_sessions, with_transaction, without_transaction
+from .connection import READS, WRITE_SESSION_EVENTS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .hints import missing_driver
 from .negotiation import bound_body
 from .pings import ping_options, ping_when_idle
+from .transactions import (
+    COMMIT_STARTED,
+    is_http_read,
+    is_http_write,
+    note_commit_started,
+    read_connection,
+    read_session,
+    write_connection,
+    write_session,
+)
 
 __all__ = ["get_engine", "get_session_factory", "get_tm_session", "health_view", "is_http_read", "is_transient_error", "pshell_setup"]
 
@@ -75,7 +84,6 @@ _READ_ONLY = "25006"  # read_only_sql_transaction: a write sent to a standby
 #: SQLSTATEs of errors that say nothing about the request itself (the module's text): 40, 23505, 23503, 25006; 08, 57P.
 _ROLLED_BACK = ("40", "23505", "23503", _READ_ONLY)
 _CONNECTION_LOST = ("08", "57P")
-_COMMIT_STARTED = "jsonapi.commit_started"
 _FINAL = "jsonapi.final_answer"
 
 
@@ -124,7 +132,7 @@ def _note_commit_started(session: Any) -> None:
     # From here on a lost connection leaves the outcome unknown: such an error is not retried.
     request = session.info.get("request")
     if request is not None:
-        request.environ[_COMMIT_STARTED] = True
+        note_commit_started(request)
 
 
 def _sqlstate(exc: DBAPIError) -> str | None:
@@ -166,7 +174,7 @@ def transient_error_tween_factory(handler: Any, registry: Any) -> Any:
     """
 
     def transient_error_tween(request: Request) -> Any:
-        request.environ.pop(_COMMIT_STARTED, None)
+        request.environ.pop(COMMIT_STARTED, None)
         request.environ.pop(_FINAL, None)
         try:
             response = handler(request)
@@ -214,7 +222,7 @@ def _final_answer(request: Request, exc: BaseException) -> Any:
 
 
 def _mark(request: Request, exc: Any) -> None:
-    if is_transient_error(exc, bool(request.environ.get(_COMMIT_STARTED))):
+    if is_transient_error(exc, bool(request.environ.get(COMMIT_STARTED))):
         alsoProvides(exc, IRetryableError)
         if is_error_retryable(request, exc):
             log.info("transient database error, retrying (attempt %s of %s, request id %s): %s",
@@ -242,67 +250,6 @@ def writes_only(request: Request) -> bool:
     statements in one database transaction all the same (its connection's, ended by
     ``read_connection``), without the two-phase commit machinery a read has no use for."""
     return request.method not in READS
-
-
-def is_http_read(request: Request) -> bool:
-    """Whether ``request`` came over HTTP (pyramid_retry's policy marked it) and pyramid_tm leaves
-    it alone (``writes_only``): it reads on a connection of its own (``read_connection``). Others
-    have a session joined to ``request.tm``: writes, and what no server served (``bootstrap``,
-    ``pshell``, ``Request.blank``): ``with request.tm:`` commits, as in the cookiecutter's scripts."""
-    return "retry.attempt" in request.environ and not pyramid_tm.is_tm_active(request)
-
-
-def read_connection(request: Request) -> Any:
-    """The Core connection of a request pyramid_tm does not manage (GET, HEAD, OPTIONS): the
-    library's statements run on it (``request.dbconnection``), and so does ``request.dbsession``
-    when something asks for one. When the request is finished its transaction is committed where
-    that keeps psycopg's prepared statements (``connection.ends_with_commit``) if the read flushed
-    nothing and raised nothing, else rolled back, a flush with a warning (writes belong to POST, PATCH, DELETE)."""
-    connection = _replica_connection(request) or request.registry["db.engine"].connect()
-    without_transaction(connection)  # PostgreSQL at READ COMMITTED: no BEGIN/COMMIT (connection.py)
-
-    def close(request: Request) -> None:
-        session = request.__dict__.get("dbsession")
-        flushed = session is not None and session.info.get(tm_join.FLUSHED)
-        if session is not None:
-            if flushed:
-                log.warning("%s %s changed the database in a read: rolled back (write with POST, PATCH or DELETE)",
-                            request.method, request.path_info)
-            with contextlib.suppress(Exception):
-                session.close()  # it joined the connection's transaction: its close leaves that alone
-        try:  # either fails when the connection was lost, which the answer already said
-            commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
-            with_transaction(connection)
-            if commit and connection.in_transaction():
-                connection.commit()
-            connection.close()  # a rollback when still in the transaction
-        except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
-            log.info("closing a read's connection failed (%s): it is discarded", exc.__class__.__name__)
-            with contextlib.suppress(Exception):
-                connection.invalidate()
-
-    request.add_finished_callback(close)
-    return connection
-
-
-def read_session(session_factory: Any, request: Request) -> Any:
-    """The session of a read, made only when something asks for ``request.dbsession``: bound to
-    the request's connection (``read_connection``), in its transaction, so that the session and
-    the library's Core statements see the same rows. The transaction is begun here when no
-    statement has begun it yet, so that it is the connection's: the session joins it
-    (``rollback_only``) and its close never rolls it back; the connection's close does, once."""
-    connection = request.dbconnection
-    with_transaction(connection)  # a session may flush: in a transaction, so that it is rolled back
-    if not connection.in_transaction():
-        connection.begin()
-    return session_factory(info={"request": request}, bind=connection, join_transaction_mode="rollback_only")
-
-
-def _replica_connection(request: Request) -> Any:
-    read_engine = request.registry.get("db.read_engine")
-    if read_engine is None:
-        return None
-    return replicas.read_connection(request, read_engine, request.registry["db.read_wait"])
 
 
 def bound_unsized_body(request: Request) -> Any:
@@ -377,6 +324,8 @@ def includeme(config: Configurator) -> None:
     config.registry["db.engine"] = engine
     config.registry["dbsession_factory"] = session_factory
     config.registry["db.tm_session_factory"] = tm_session_factory  # the sessions of writes (tm_join.py)
+    # what a write's session would listen to, asked before making one (connection.session_events)
+    config.registry[WRITE_SESSION_EVENTS] = tm_session_factory().dispatch
 
     def dbsession(request: Request) -> Any:
         # Tests and tools may hand in their own session through the environ.
@@ -384,15 +333,21 @@ def includeme(config: Configurator) -> None:
         if session is None:
             if is_http_read(request):
                 session = read_session(session_factory, request)
+            elif is_http_write(request):
+                session = write_session(tm_session_factory, request)
             else:
                 session = tm_join.joined_session(tm_session_factory, request.tm, request)
         return session
 
     def dbconnection(request: Request) -> Any:
-        # An HTTP read has one of its own; any other request's is its session's (request.tm's).
-        if "app.dbsession" in request.environ or not is_http_read(request):
+        # An HTTP read or write has one of its own (transactions.py); any other request's is its session's.
+        if "app.dbsession" in request.environ:
             return request.dbsession.connection()
-        return read_connection(request)
+        if is_http_read(request):
+            return read_connection(request)
+        if is_http_write(request):
+            return write_connection(request)
+        return request.dbsession.connection()
 
     config.add_request_method(dbsession, reify=True)
     config.add_request_method(dbconnection, reify=True)

@@ -1,4 +1,5 @@
-"""zope.sqlalchemy's session events, registered once on the session factory instead of per session.
+"""Joining ``request.tm``: zope.sqlalchemy's session events, registered once on the session factory
+instead of per session; and the data manager of a write's Core connection (``WriteConnection``).
 
 ``zope.sqlalchemy.register(session, transaction_manager=request.tm)`` adds seven event listeners
 to each session it is given; with pyramid_tm's ``explicit_manager`` (a transaction manager per
@@ -24,13 +25,17 @@ the session, as with ``register``.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from sqlalchemy import event
+from transaction.interfaces import ISavepointDataManager
+from zope.interface import implementer
 from zope.sqlalchemy import ZopeTransactionEvents
+from zope.sqlalchemy.datamanager import STATUS_CHANGED
 
-__all__ = ["FLUSHED", "FLUSH_LISTENERS", "LISTENERS", "TRANSACTION_EVENTS", "TRANSACTION_MANAGER", "joined_session", "note_flush",
-           "register_on_factory"]
+__all__ = ["FLUSHED", "FLUSH_LISTENERS", "LISTENERS", "TRANSACTION_EVENTS", "TRANSACTION_MANAGER", "WriteConnection",
+           "joined_session", "note_flush", "register_on_factory"]
 
 #: The key of ``session.info`` that holds the transaction manager a session is joined to.
 TRANSACTION_MANAGER = "transaction_manager"
@@ -46,11 +51,18 @@ def register_on_factory(factory: Any) -> None:
         event.listen(factory, name, listener)
 
 
-def joined_session(factory: Any, transaction_manager: Any, request: Any) -> Any:
+def joined_session(factory: Any, transaction_manager: Any, request: Any, connection: Any = None) -> Any:
     """A session of ``factory`` (one ``register_on_factory`` was applied to) joined to
-    ``transaction_manager`` by the factory's listeners."""
-    events = ZopeTransactionEvents(transaction_manager=transaction_manager)
-    return factory(info={"request": request, TRANSACTION_MANAGER: transaction_manager, TRANSACTION_EVENTS: events})
+    ``transaction_manager`` by the factory's listeners. ``connection``: a write's own
+    (``WriteConnection``'s), in its transaction: the session is bound to it and takes that
+    transaction over (``control_fully``: the session's commit is the connection's), joined as
+    changed, so that what the connection wrote before the session was made is committed with it."""
+    info = {"request": request, TRANSACTION_MANAGER: transaction_manager}
+    if connection is None:
+        info[TRANSACTION_EVENTS] = ZopeTransactionEvents(transaction_manager=transaction_manager)
+        return factory(info=info)
+    info[TRANSACTION_EVENTS] = ZopeTransactionEvents(initial_state=STATUS_CHANGED, transaction_manager=transaction_manager)
+    return factory(info=info, bind=connection, join_transaction_mode="control_fully")
 
 
 def registered_on(factory: Any) -> bool:
@@ -122,3 +134,87 @@ LISTENERS = (
     ("before_commit", _before_commit),
     ("do_orm_execute", _do_orm_execute),
 )
+
+
+@implementer(ISavepointDataManager)
+class WriteConnection:
+    """The data manager of a write's Core connection (``transactions.write_connection``), joined to
+    the request's transaction: COMMIT when it commits (in ``tpc_vote``, as zope.sqlalchemy's
+    one-phase data manager: a COMMIT the database refuses aborts the transaction and raises),
+    ROLLBACK when it aborts. ``committing(request)`` is called just before the COMMIT,
+    ``committed(request)`` after it.
+
+    A session made on the connection (``joined_session``) takes its transaction over once it uses
+    it; zope.sqlalchemy's data manager then commits it (or rolls it back). This one sorts after
+    that one (``sortKey``) and ends what is left: the connection's transaction when no session
+    took it (none was made, or one that only held instances), nothing when one did.
+
+    It is registered as a synchronizer of the request's transaction manager (``registerSynch``),
+    which joins it to the current transaction and to each one begun after it: an application that
+    commits in the middle of a request (``request.tm.commit(); request.tm.begin()``) has what the
+    connection does next committed with the next transaction too."""
+
+    def __init__(self, request: Any, connection: Any, committing: Any, committed: Any) -> None:
+        self.request = request
+        self.connection = connection
+        self.transaction_manager = request.tm
+        self._committing = committing
+        self._committed = committed
+
+    # -- the transaction manager's synchronizer --------------------------------------------------
+
+    def newTransaction(self, transaction: Any) -> None:  # the transaction package's names
+        transaction.join(self)
+
+    def beforeCompletion(self, _transaction: Any) -> None:
+        pass
+
+    def afterCompletion(self, _transaction: Any) -> None:
+        pass
+
+    # -- the transaction's data manager ----------------------------------------------------------
+
+    def abort(self, _transaction: Any) -> None:
+        if self.connection.in_transaction():
+            self.connection.rollback()  # a failure propagates, as a session's close would (db._final_answer)
+
+    def tpc_begin(self, _transaction: Any) -> None:
+        pass
+
+    def commit(self, _transaction: Any) -> None:
+        pass
+
+    def tpc_vote(self, _transaction: Any) -> None:
+        if self.connection.in_transaction():
+            self._committing(self.request)
+            self.connection.commit()
+            self._committed(self.request)
+
+    def tpc_finish(self, _transaction: Any) -> None:
+        pass
+
+    def tpc_abort(self, _transaction: Any) -> None:
+        # after a COMMIT that failed (its error is the one raised): best effort, a lost connection
+        # is discarded when the request is finished (``transactions.write_connection``)
+        if self.connection.in_transaction():
+            with contextlib.suppress(Exception):
+                self.connection.rollback()
+
+    def sortKey(self) -> str:  # the transaction package's name
+        return f"~~jsonapi.connection:{id(self)}"  # after zope.sqlalchemy's ("~sqlalchemy:...")
+
+    def savepoint(self) -> Any:
+        """A SAVEPOINT of the connection (``request.tm.savepoint()``), unless a session holds the
+        transaction: zope.sqlalchemy's data manager makes the session's."""
+        session = self.request.__dict__.get("dbsession")
+        held = session is not None and session.in_transaction() and session.get_transaction().connections
+        return _Savepoint(None if held or not self.connection.in_transaction() else self.connection.begin_nested())
+
+
+class _Savepoint:
+    def __init__(self, nested: Any) -> None:
+        self.nested = nested
+
+    def rollback(self) -> None:
+        if self.nested is not None and self.nested.is_active:
+            self.nested.rollback()

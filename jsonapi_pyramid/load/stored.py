@@ -11,7 +11,7 @@ from pyramid.request import Request
 from sqlalchemy import select
 from sqlalchemy.orm.attributes import instance_dict
 
-from ..connection import execute
+from ..connection import execute, flush_session
 from ..contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
 from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns, new_row_linkage, split_linkage
@@ -37,7 +37,7 @@ def load_stored_many(request: Request, definition: Any, entities: list[Any]) -> 
     statement, in the order given."""
     if not entities:
         return []
-    request.dbsession.flush()
+    flush_session(request)
     columns = definition.item_columns
     many = len(entities) > 1
     dialect = dialect_of(request)
@@ -70,7 +70,7 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
         return load_stored(request, definition, entity), None
     if not definition.relationships:
         return load_stored(request, definition, entity), b""
-    request.dbsession.flush()
+    flush_session(request)
     columns = definition.item_columns
 
     def build() -> Any:

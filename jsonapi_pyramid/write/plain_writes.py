@@ -51,7 +51,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import StaleDataError
 
-from ..connection import execute
+from ..connection import execute, session_events, session_or_none
 from ..load.idlists import dialect_of
 from ..tm_join import FLUSH_LISTENERS
 
@@ -150,9 +150,9 @@ class PlainWrites:
         cannot be; on a database that runs an ``INSERT`` in a ``WITH`` (PostgreSQL) their values
         come second, else None. ``attach=False``: the entity is left out of the session (transient,
         its columns' values set: for a caller that needs only them, the create view's answer)."""
-        session = request.dbsession
+        session = session_or_none(request)  # an HTTP write has none unless something asked for it
         values = self._values(definition, changes.attributes)
-        if values is None or not self._quiet(session, "insert"):
+        if values is None or not self._quiet(session_events(request, session), "insert"):
             return None
         keyed = []
         for relationship, target in changes.relationships:
@@ -162,8 +162,8 @@ class PlainWrites:
             if isinstance(target, ToOneKey):
                 keyed.append((relationship, to_one, target))
                 continue
-            if target is not None and not inspect(target).persistent:
-                return None
+            if target is not None and (session is None or not inspect(target).persistent):
+                return None  # a target instance (validation loaded it) is in the session
             for local, remote in to_one.pairs:
                 values[local] = None if target is None else getattr(target, remote)
         if changes.id is not None:
@@ -185,6 +185,9 @@ class PlainWrites:
             result = _run(request, session, self.insert_statement, values)
             written = result.last_inserted_params()
             written[self.id_column.key] = result.inserted_primary_key[0]
+        session = session_or_none(request)  # in scripts, the connection's (made with it)
+        if session is None:  # nothing to mark nor expire: the write's connection commits (transactions.py)
+            return self._persistent(request.dbsession if attach else None, written), extra
         self._flushed(session)
         for relationship, target in changes.relationships:
             reverse = self.to_ones[relationship.prop.key].reverse
@@ -264,7 +267,7 @@ class PlainWrites:
         state = inspect(entity)
         values = self._values(definition, changes.attributes)
         if (values is None or state.session is not session or not state.persistent or state.modified
-                or not self._quiet(session, "update")):
+                or not self._quiet(session.dispatch, "update")):
             return False
         loaded = state.dict
         changed: dict[str, Any] = {}
@@ -306,16 +309,15 @@ class PlainWrites:
             values[column.key] = value
         return values
 
-    def _quiet(self, session: Any, kind: str) -> bool:
+    def _quiet(self, events: Any, kind: str) -> bool:
         """Nobody listens for what only the ORM's path does on an ``insert`` or an ``update``
-        (the module's rule)."""
+        (the module's rule); ``events``: the session's (``connection.session_events``)."""
         mapper_events = self.mapper.dispatch
         if getattr(mapper_events, f"before_{kind}") or getattr(mapper_events, f"after_{kind}"):
             return False
         instance_events = self.mapper.class_manager.dispatch
         if instance_events.refresh_flush or (kind == "insert" and not _quiet_listeners(instance_events.init)):
             return False
-        events = session.dispatch
         for name in _INSERT_EVENTS if kind == "insert" else _UPDATE_EVENTS:
             if getattr(events, name):
                 return False
@@ -330,7 +332,7 @@ class PlainWrites:
 def _run(request: Any, session: Any, statement: Any, parameters: dict[str, Any]) -> Any:
     """``statement`` on the request's connection, after the session's other pending changes (the
     same flush would have written them; ``connection.execute`` flushes them when autoflush is on)."""
-    if not session.autoflush:
+    if session is not None and not session.autoflush:
         session.flush()
     return execute(request, statement, parameters)
 
