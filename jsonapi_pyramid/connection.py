@@ -30,7 +30,8 @@ from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import Select
 
-__all__ = ["READS", "WRITE_SESSION_EVENTS", "connection_of", "dialect_name", "execute", "flush_session", "read_rows", "session_events",
+__all__ = ["FOREIGN_KEYS_ON", "READS", "WRITE_SESSION_EVENTS", "connection_of", "dialect_name", "execute", "flush_session",
+           "foreign_keys_on", "read_rows", "session_events",
            "session_or_none", "utc_sessions", "with_transaction", "without_transaction"]
 
 #: the methods that read: pyramid_tm leaves them alone (``db.writes_only``), and traversal loads
@@ -41,6 +42,8 @@ READS = frozenset(("GET", "HEAD", "OPTIONS"))
 _ENGINE = "db.engine"
 #: set by ``jsonapi_pyramid.db``: the events of a session of the writes' factory (``session_events``)
 WRITE_SESSION_EVENTS = "db.write_session_events"
+#: set by ``jsonapi_pyramid.db`` in a pooled SQLite connection's ``info``: it enforces foreign keys
+FOREIGN_KEYS_ON = "jsonapi.foreign_keys_on"
 
 
 def connection_of(request: Request) -> Any:
@@ -72,6 +75,16 @@ def session_events(request: Request, session: Any) -> Any:
     those the request's session would have: its factory's and ``Session``'s listeners, as listened
     to now (``db.includeme`` keeps a session of the writes' factory, made for this only)."""
     return session.dispatch if session is not None else request.registry[WRITE_SESSION_EVENTS]
+
+
+def foreign_keys_on(request: Request) -> bool:
+    """Whether the request's connection enforces every foreign key, checked by each statement unless
+    declared deferrable: always on PostgreSQL; on SQLite where ``jsonapi_pyramid.db``'s engine
+    turned them on (``PRAGMA foreign_keys=ON`` when it connected, noted in the pooled connection's
+    ``info``); elsewhere not relied on."""
+    connection = connection_of(request)
+    name = connection.dialect.name
+    return name == "postgresql" or (name == "sqlite" and bool(connection.connection.info.get(FOREIGN_KEYS_ON)))
 
 
 def dialect_name(request: Request) -> str:

@@ -59,7 +59,7 @@ from transaction.interfaces import NoTransaction
 from zope.interface import alsoProvides
 
 from . import replicas, tm_join
-from .connection import READS, WRITE_SESSION_EVENTS, utc_sessions
+from .connection import FOREIGN_KEYS_ON, READS, WRITE_SESSION_EVENTS, utc_sessions
 from .deadlines import bound_statement_time, engine_options, statement_timeout_ms
 from .health import health_view
 from .hints import missing_driver
@@ -98,10 +98,11 @@ def get_engine(settings: Any, prefix: str = "sqlalchemy.") -> Any:
     if engine.dialect.name == "sqlite":
         # SQLite enforces foreign keys (and their ON DELETE rules) only when asked, per connection.
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
+            record.info[FOREIGN_KEYS_ON] = True  # what a plain create may rely on (connection.foreign_keys_on)
 
     else:
         event.listen(engine, "handle_error", _standby_is_a_lost_connection)

@@ -110,9 +110,10 @@ def create(write: Write) -> Any:
 def create_stored(write: Write) -> tuple[Any, Any, bytes | None]:
     """``create``, then the new row as the database holds it and the linkage part of its tag
     (``load.stored.load_stored_tagged``): (entity, stored, linkage), for an answer built from
-    them. A plain create on PostgreSQL reads them in its own statement (``stored.inserted_reads``).
-    Where that read applies (any database) a plain create's entity is not put in the session: the
-    answer needs only its values (transient, its columns' values set)."""
+    them. A plain create reads them in its own statement on PostgreSQL, and elsewhere knows them
+    from the row its ``INSERT`` returned where it can (``stored.inserted_reads``). Where that
+    applies (any database) a plain create's entity is not put in the session: the answer needs
+    only its values (transient, its columns' values set)."""
     definition = write.context.definition
     entity, linkage = _create(write, inserted_reads(write.request, definition))
     if linkage is not None:

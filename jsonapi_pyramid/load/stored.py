@@ -14,9 +14,9 @@ from sqlalchemy.orm.attributes import instance_dict
 from ..connection import execute, flush_session
 from ..contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
-from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns, new_row_linkage, split_linkage
+from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns, new_row_linkage, split_linkage, written_linkage
 
-__all__ = ["inserted_reads", "inserted_stored", "load_stored", "load_stored_many", "load_stored_tagged"]
+__all__ = ["InsertedReads", "inserted_reads", "inserted_stored", "load_stored", "load_stored_many", "load_stored_tagged"]
 
 
 def load_stored(request: Request, definition: Any, entity: Any) -> Any:
@@ -88,18 +88,37 @@ def load_stored_tagged(request: Request, definition: Any, entity: Any) -> tuple[
                          .first(), None)
 
 
-def inserted_reads(request: Request, definition: Any) -> Any:
+def inserted_reads(request: Request, definition: Any) -> InsertedReads | None:
     """What a plain create reads with its ``INSERT`` (``plain_writes.PlainWrites.insert``'s
-    ``read``), so that its row need not be read back: the linkage part of the tag
-    (``tag_linkage.new_row_linkage``). None when there is nothing to read that way: tags off or no
-    relationships (``load_stored_tagged`` reads no linkage), or a record the ``INSERT``'s row
-    cannot make (``PlainWrites.record``: a type read as instances, an item column not the table's),
-    or ``jsonapi.read_with_insert`` off."""
+    ``read``), so that its row need not be read back: the linkage part of the tag, read in the
+    ``INSERT``'s statement (``columns``) or known from the row it returned (``from_row``). None
+    when there is nothing to read that way: tags off or no relationships (``load_stored_tagged``
+    reads no linkage), or a record the ``INSERT``'s row cannot make (``PlainWrites.record``: a
+    type read as instances, an item column not the table's), or ``jsonapi.read_with_insert`` off."""
     plain, settings = definition.plain_writes, get_registry(request).settings
     if plain is None or plain.record is None or not definition.relationships or not settings["etags"] \
             or not settings["read_with_insert"]:
         return None
-    return lambda new: new_row_linkage(request, definition, new)
+    return InsertedReads(request, definition)
+
+
+class InsertedReads:
+    """The linkage of a new row, for ``PlainWrites.insert``: ``columns(new)``, read in the
+    ``INSERT``'s own statement where it can run in a ``WITH`` (PostgreSQL;
+    ``tag_linkage.new_row_linkage``); ``from_row(row, sent)``, known from the row it returned
+    elsewhere (``tag_linkage.written_linkage``). Either answers None when it cannot."""
+
+    __slots__ = ("definition", "request")
+
+    def __init__(self, request: Request, definition: Any) -> None:
+        self.request = request
+        self.definition = definition
+
+    def columns(self, new: Any) -> tuple[Any, ...] | None:
+        return new_row_linkage(self.request, self.definition, new)
+
+    def from_row(self, row: dict[str, Any], sent: frozenset[str]) -> tuple[Any, ...] | None:
+        return written_linkage(self.request, self.definition, row, sent)
 
 
 def inserted_stored(definition: Any, entity: Any, linkage: tuple[Any, ...]) -> tuple[Any, bytes]:

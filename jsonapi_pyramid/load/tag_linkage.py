@@ -13,11 +13,12 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.orm import RelationshipDirection, aliased
 
-from ..connection import execute
+from ..connection import execute, foreign_keys_on
 from ..contract import get_registry
 from .idlists import dialect_of
 
-__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "new_row_linkage", "read_linkage", "split_linkage"]
+__all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "new_row_linkage", "read_linkage", "split_linkage",
+           "written_linkage"]
 
 # -- the linkage part of a resource's entity tag (``conditional.resource_etag``; docs/etags.rst) --
 #
@@ -43,6 +44,9 @@ __all__ = ["LINKAGE_PARAMETER", "linkage_bytes", "linkage_columns", "new_row_lin
 #: The bound parameter holding the item's id in the linkage subqueries (and in ``load_item``).
 LINKAGE_PARAMETER = "jsonapi_id"
 _LABEL = "jsonapi_linkage_"
+#: the databases whose text of an integer key (``_linked``'s cast) is known to be Python's ``str``
+#: (tested: ``written_linkage`` gives the tag a read gives)
+_WRITTEN_DIALECTS = frozenset(("postgresql", "sqlite"))
 
 
 def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
@@ -165,15 +169,78 @@ def new_row_linkage(request: Request, definition: Any, new: Any) -> tuple[Any, .
         if link is None:
             return None
         to_many, selected, matched = link
-        if to_many:  # a foreign key checked by each statement (not deferred to the commit)
-            owner_key = definition.id_key.columns[0]
-            if not any(key.column is owner_key and not key.deferrable for key in matched.foreign_keys):
+        if to_many:
+            if not _links_nothing_new(definition, matched):
                 return None
             column: Any = null()
         else:
             column = _aggregate(request, definition, relationship, postgresql, select(new.c[selected.key]))
         columns.append(column.label(f"{_LABEL}{index}"))
     return tuple(columns)
+
+
+def written_linkage(request: Request, definition: Any, row: dict[str, Any], sent: frozenset[str]) -> tuple[Any, ...] | None:
+    """``new_row_linkage``'s values known without reading them, for a database that cannot read
+    them with its ``INSERT`` (SQLite, no ``INSERT`` in a ``WITH``): ``row`` is the new row as its
+    ``INSERT ... RETURNING`` returned it (column key -> value), ``sent`` the relationships the
+    create set (sent or defaulted: validation, or the ``INSERT`` itself for a key, found the target
+    visible to the caller). A many-to-one whose key the row holds as NULL: NULL; one the create
+    set, to a target with an integer key: that key as the text SQL gives it (``_linked``: no length
+    prefix); a to-many or many-to-many whose link column holds a foreign key to the new key, not
+    deferrable, on a connection that enforces foreign keys (``connection.foreign_keys_on``): NULL,
+    nothing links a key before it exists. None when one relationship does not qualify (the row is
+    read back). The relationships' facts are decided once per type (``_written_plan``)."""
+    if dialect_of(request).name not in _WRITTEN_DIALECTS:
+        return None
+    plan = get_registry(request).statements.get(request, ("written-linkage", definition), lambda: _written_plan(definition))
+    if plan is None:
+        return None
+    values: list[Any] = []
+    enforced = None
+    for name, key, integer in plan:
+        if key is None:  # a to-many (the plan's rule), on a connection that enforces its foreign key
+            if enforced is None:
+                enforced = foreign_keys_on(request)
+            if not enforced:
+                return None
+            values.append(None)
+            continue
+        value = row.get(key)
+        if value is None:  # links nothing, whoever set it
+            values.append(None)
+        elif name in sent and integer and type(value) is int:
+            values.append(str(value))
+        else:
+            return None  # a key the create did not check (a column default), or whose text SQL would spell
+    return tuple(values)
+
+
+def _written_plan(definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:
+    """``written_linkage``'s facts of each relationship, decided once per type: (name, the key of
+    the row's column holding a many-to-one's key, or None for a to-many whose link column holds a
+    foreign key to the new key that each statement checks; whether the target's key is an
+    integer). None when one relationship qualifies neither way."""
+    plan = []
+    for relationship in definition.relationships:
+        link = _link_of(definition, relationship)
+        if link is None:
+            return None
+        to_many, selected, matched = link
+        if to_many:
+            if not _links_nothing_new(definition, matched):
+                return None
+            plan.append((relationship.name, None, False))
+        else:
+            target_key = relationship.target_definition.id_key.columns[0]
+            plan.append((relationship.name, selected.key, isinstance(target_key.type, Integer)))
+    return tuple(plan)
+
+
+def _links_nothing_new(definition: Any, link_column: Any) -> bool:
+    """Whether ``link_column`` holds a foreign key to the owner's key that each statement checks
+    (not deferred to the commit): no row can link a new key before the row exists."""
+    owner_key = definition.id_key.columns[0]
+    return any(key.column is owner_key and not key.deferrable for key in link_column.foreign_keys)
 
 
 def _parameter(key: Any) -> Any:

@@ -145,11 +145,13 @@ class PlainWrites:
         None when this write must take the ORM's path (nothing was done) or a to-one target named
         by its key (``ToOneKey``) is missing or hidden (nothing was inserted). ``statements``: the
         application's ``load.statements.StatementCache`` (the statement that selects such keys
-        holds the targets' visibility). ``read(new)``: columns to read with the new row (the
-        ``INSERT ... RETURNING`` in a ``WITH``, ``new``, its columns by key), or None when they
-        cannot be; on a database that runs an ``INSERT`` in a ``WITH`` (PostgreSQL) their values
-        come second, else None. ``attach=False``: the entity is left out of the session (transient,
-        its columns' values set: for a caller that needs only them, the create view's answer)."""
+        holds the targets' visibility). ``read`` (``load.stored.InsertedReads``): what to read with
+        the new row, second in the answer (else None): on a database that runs an ``INSERT`` in a
+        ``WITH`` (PostgreSQL) the values of ``read.columns(new)`` (``new``: the ``INSERT ...
+        RETURNING``, its columns by key), elsewhere, where the ``INSERT`` returns its row,
+        ``read.from_row(row, the relationships set)``; either may be None. ``attach=False``: the
+        entity is left out of the session (transient, its columns' values set: for a caller that
+        needs only them, the create view's answer)."""
         session = session_or_none(request)  # an HTTP write has none unless something asked for it
         values = self._values(definition, changes.attributes)
         if values is None or not self._quiet(session_events(request, session), "insert"):
@@ -174,20 +176,30 @@ class PlainWrites:
         for key, default in self.defaults:  # computed as the statement's execution would, before it
             if key not in values and key not in held:
                 values[key] = default()
-        read = read if read is not None and not self.context_defaults and dialect_of(request).name in _DML_IN_WITH else None
+        dialect = dialect_of(request)
+        in_with = read is not None and not self.context_defaults and dialect.name in _DML_IN_WITH
+        from_row = read is not None and not in_with and dialect.insert_returning
         extra = None
-        if keyed or read is not None:
-            returned = self._insert_returning(request, session, values, keyed, statements, read)
+        if keyed or in_with or from_row:
+            returned = self._insert_returning(request, session, values, keyed, statements, read if in_with else None)
             if returned is None:
                 return None
             written, extra = returned
+            if from_row:
+                extra = read.from_row(written, frozenset(relationship.name for relationship, _target in changes.relationships))
         else:
             result = _run(request, session, self.insert_statement, values)
             written = result.last_inserted_params()
             written[self.id_column.key] = result.inserted_primary_key[0]
+        return self._inserted(request, changes, written, attach), extra
+
+    def _inserted(self, request: Any, changes: Any, written: dict[str, Any], attach: bool) -> Any:
+        """After the ``INSERT``: the entity of the row ``written`` (in the session when ``attach``),
+        the session's flush listeners called and the targets' loaded collections expired, as a
+        flush would leave them, when the request has a session."""
         session = session_or_none(request)  # in scripts, the connection's (made with it)
         if session is None:  # nothing to mark nor expire: the write's connection commits (transactions.py)
-            return self._persistent(request.dbsession if attach else None, written), extra
+            return self._persistent(request.dbsession if attach else None, written)
         self._flushed(session)
         for relationship, target in changes.relationships:
             reverse = self.to_ones[relationship.prop.key].reverse
@@ -195,7 +207,7 @@ class PlainWrites:
                 target = _in_session(session, relationship.target_definition, target.key)
             if target is not None:
                 _expire_loaded(session, target, reverse)
-        return self._persistent(session if attach else None, written), extra
+        return self._persistent(session if attach else None, written)
 
     def keyed_names(self, request: Any) -> frozenset[str]:
         """The to-ones (``keyed``) a create may send by key, on a database whose ``INSERT`` returns
@@ -339,12 +351,12 @@ def _run(request: Any, session: Any, statement: Any, parameters: dict[str, Any])
 
 def _reading(insert: Any, read: Any) -> Any:
     """``insert`` returning its row; with ``read``, in a ``WITH`` whose ``SELECT`` reads the row
-    and ``read``'s columns (unless ``read`` answers None)."""
+    and ``read``'s columns (unless ``read.columns`` answers None)."""
     insert = insert.returning(*insert.table.columns)
     if read is None:
         return insert
     new = insert.cte("jsonapi_new")
-    columns = read(new)
+    columns = read.columns(new)
     return insert if columns is None else select(*new.c, *columns)
 
 

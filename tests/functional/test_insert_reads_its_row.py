@@ -5,8 +5,10 @@ one statement instead of the INSERT and the row read back (``stored.inserted_rea
 a to-one's linkage read from the new row through the target's visibility, a to-many's and a
 many-to-many's empty when their link column holds a foreign key to the new row's key, Python-side
 and server defaults as the database stored them. A type with a to-many the rule cannot vouch for
-(no foreign key) is read back as before. Models of this file's own, on both backends (SQLite runs
-no ``INSERT`` in a ``WITH``: two statements there)."""
+(no foreign key) is read back as before. Models of this file's own, on both backends: SQLite runs
+no ``INSERT`` in a ``WITH``; its ``INSERT`` returns the row, and the linkage is known from it where
+the same rule vouches for it (``tag_linkage.written_linkage``: a to-one the create checked, to-manys
+under foreign keys the connection enforces), else the row is read back."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,10 +17,11 @@ import orjson
 import pytest
 import webtest
 from pyramid.config import Configurator
-from sqlalchemy import Column, ForeignKey, Integer, String, Table, create_engine, text
+from sqlalchemy import Column, ForeignKey, Integer, String, Table, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from jsonapi_pyramid import RelationshipsCollection, ToManyRelationship, ToOneRelationship, Transformer
+from jsonapi_pyramid.connection import FOREIGN_KEYS_ON
 from jsonapi_pyramid.contract import get_registry
 from tests.conftest import BACKENDS, _postgresql_database, _sqlite_database
 
@@ -209,6 +212,27 @@ class Box(Base):
         return RelationshipsCollection(ToOneRelationship.create("pallet", Pallet))
 
 
+class Tub(Base):
+    """A to-one whose key a column default sets (the hidden keeper): the create did not check it,
+    so its linkage is read (on PostgreSQL through the keeper's visibility in the INSERT's
+    statement; on SQLite the row is read back), not taken from the row: NULL, as GET shows it."""
+
+    __tablename__ = "tubs"
+    __jsonapi_type__ = "tubs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(40))
+    keeper_id: Mapped[int | None] = mapped_column(ForeignKey("keepers.id"), default=2)
+    keeper: Mapped[Keeper | None] = relationship()
+
+    @classmethod
+    def transformer(cls):
+        return _transformer("name")
+
+    @classmethod
+    def relationships(cls):
+        return RelationshipsCollection(ToOneRelationship.create("keeper", Keeper))
+
+
 def _transformer(*names):
     return type("T", (Transformer,), {"attributes": names})()
 
@@ -233,6 +257,7 @@ def app(request, tmp_path_factory):
             config.add_jsonapi_resource(Item, writable=("name",))
             config.add_jsonapi_resource(Bin, writable=("name",))
             config.add_jsonapi_resource(Jar, writable=("name",))
+            config.add_jsonapi_resource(Tub, writable=("name",))
             config.add_jsonapi_resource(Pallet, writable=("name",))
             config.add_jsonapi_resource(Box)
             config.add_jsonapi_resource(Scrap)
@@ -258,8 +283,9 @@ def _as_get_gives(app, made):
 
 @pytest.mark.parametrize("keeper", [None, "1"])
 def test_a_create_reads_its_row_with_its_insert(app, statements, keeper):
-    """Twice each (SQLAlchemy's first run, then the kept statement): one statement on PostgreSQL,
-    the defaults as stored, the document and tag GET gives."""
+    """Twice each (SQLAlchemy's first run, then the kept statement): one statement on both
+    backends (PostgreSQL reads the row and its linkage with the INSERT; SQLite's INSERT returns the
+    row, and the linkage is known from it), the defaults as stored, the document and tag GET gives."""
     relationships = {"keeper": {"data": {"type": "keepers", "id": keeper}}} if keeper else {}
     for _ in range(2):
         statements.clear()
@@ -267,7 +293,7 @@ def test_a_create_reads_its_row_with_its_insert(app, statements, keeper):
         if _postgresql(app):
             assert len(statements) == 1 and statements[0].startswith("WITH jsonapi_new AS (INSERT INTO crates"), statements
         else:
-            assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"], statements
+            assert len(statements) == 1 and statements[0].startswith("INSERT INTO crates") and " RETURNING " in statements[0]
         attributes = made.json["data"]["attributes"]
         assert attributes["stamp"].startswith("2026-11-28T12:30:15") and attributes["grade"] == "b"
         _as_get_gives(app, made)
@@ -296,8 +322,10 @@ def test_a_default_taking_the_context_is_sqlalchemys(app, statements, driver_run
         assert made.json["data"]["attributes"]["shout"] == name.upper()
         _as_get_gives(app, made)
     assert not [run for run in driver_runs if "INSERT" in run]
-    # SQLAlchemy's ``get_current_parameters`` knows no INSERT in a WITH: the row is read back after it
-    assert [s.split()[0] for s in statements[-3:-1]] == ["INSERT", "SELECT"], statements
+    # SQLAlchemy's ``get_current_parameters`` knows no INSERT in a WITH: the INSERT returns its row,
+    # from which the linkage is known (the keeper's key, checked by the INSERT), on both backends
+    assert statements[-2].startswith("INSERT INTO jars") and " RETURNING " in statements[-2], statements
+    assert statements[-3].startswith("SELECT"), statements  # the GET before it: no read-back between
 
 
 def test_a_new_rows_tag_changes_with_its_links(app):
@@ -345,5 +373,46 @@ def test_the_setting_turns_it_off(app, statements):
         made = send(app, "/api/crates", {"type": "crates", "attributes": {"name": "read back"}})
     finally:
         settings["read_with_insert"] = True
+    assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"], statements
+    _as_get_gives(app, made)
+
+
+def test_a_to_one_key_from_a_column_default_is_read_through_the_targets_visibility(app, statements):
+    """The default names the hidden keeper: the create did not check it, so the 201 shows what GET
+    shows (no keeper) and carries GET's tag; on SQLite the row is read back to know it."""
+    made = send(app, "/api/tubs", {"type": "tubs", "attributes": {"name": "t"}})
+    if _postgresql(app):
+        assert len(statements) == 1 and statements[0].startswith("WITH jsonapi_new AS (INSERT INTO tubs"), statements
+    else:
+        assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"], statements
+    _as_get_gives(app, made)
+    assert app.get(made.headers["Location"] + "/relationships/keeper").json["data"] is None
+
+
+def test_sqlite_connections_of_the_library_enforce_foreign_keys_and_say_so(app):
+    engine = app.app.registry["db.engine"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the mark is SQLite's: PostgreSQL always enforces foreign keys")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert connection.connection.info[FOREIGN_KEYS_ON] is True
+
+
+def test_without_enforced_foreign_keys_sqlite_reads_the_row_back(app, statements):
+    """A connection not known to enforce foreign keys (one the library's engine did not connect):
+    a row could already link the new key, so the create's row is read back with its linkage."""
+    engine = app.app.registry["db.engine"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL always enforces foreign keys")
+
+    def unmarked(_dbapi_connection, record, _proxy):
+        record.info.pop(FOREIGN_KEYS_ON, None)
+
+    event.listen(engine, "checkout", unmarked)
+    try:
+        made = send(app, "/api/crates", {"type": "crates", "attributes": {"name": "unmarked"},
+                                         "relationships": {"keeper": {"data": {"type": "keepers", "id": "1"}}}})
+    finally:
+        event.remove(engine, "checkout", unmarked)
     assert [s.split()[0] for s in statements] == ["INSERT", "SELECT"], statements
     _as_get_gives(app, made)
