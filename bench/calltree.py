@@ -84,7 +84,7 @@ STAGES = {
                    "relationships"),
     "build": ("document", "records", "urls", "transformer", "jsontypes"),
     "render and ETag": ("renderer", "conditional"),
-    "session and transaction": ("db", "tm_join", "locking"),
+    "session and transaction": ("db", "transactions", "tm_join", "locking"),
     "write (changes, flush)": ("writes", "changes", "plain_writes", "operations", "atomic", "preconditions"),
     "views": ("views",),
 }

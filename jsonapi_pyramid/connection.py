@@ -1,9 +1,10 @@
 """The connection the library's statements run on.
 
-``jsonapi_pyramid.db`` gives each request one Core connection, ``request.dbconnection``: on a
-read (GET, HEAD, OPTIONS) one of its own, with no ORM session unless something asks for
-``request.dbsession`` (which is then bound to that connection, in its transaction); on a write
-the connection of pyramid_tm's session. The library runs every statement that needs no mapped
+``jsonapi_pyramid.db`` gives each HTTP request one Core connection of its own,
+``request.dbconnection``, with no ORM session unless something asks for ``request.dbsession``
+(which is then bound to that connection, in its transaction): a read's ends with the request, a
+write's is joined to pyramid_tm's transaction (``transactions.py``); in scripts it is the
+session's. The library runs every statement that needs no mapped
 instance on it (``execute``: records, ids, counts), and only those that load mapped instances
 (polymorphic families, ``entities = True`` transformers, writes) through ``request.dbsession``.
 An application that provides ``request.dbsession`` itself, without ``jsonapi_pyramid.db``, gets
