@@ -68,16 +68,15 @@ def read_connection(request: Request) -> Any:
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
-        try:  # either fails when the connection was lost, which the answer already said
-            commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
+        commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
+
+        def end() -> None:
             with_transaction(connection)
             if commit and connection.in_transaction():
                 connection.commit()
             connection.close()  # a rollback when still in the transaction
-        except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
-            log.info("closing a read's connection failed (%s): it is discarded", exc.__class__.__name__)
-            with contextlib.suppress(Exception):
-                connection.invalidate()
+
+        _ended(connection, "read", end)
 
     request.add_finished_callback(close)
     return connection
@@ -124,15 +123,23 @@ def write_connection(request: Request) -> Any:
     request.tm.registerSynch(manager)
 
     def close(request: Request) -> None:
-        try:  # a rollback when the transaction was not ended (it always is, unless no transaction was begun)
-            manager.connection.close()
-        except Exception as exc:  # noqa: BLE001 - the response is out; never turn it into a 500
-            log.info("closing a write's connection failed (%s): it is discarded", exc.__class__.__name__)
-            with contextlib.suppress(Exception):
-                connection.invalidate()
+        # a rollback when the transaction was not ended (it always is, unless no transaction was begun)
+        _ended(manager.connection, "write", manager.connection.close)
 
     request.add_finished_callback(close)
     return connection
+
+
+def _ended(connection: Any, kind: str, end: Any) -> None:
+    """``end()``, a request's connection's last steps (its close among them); when they fail (the
+    connection was lost, which the answer already said), the connection is discarded: the response
+    is out, it never turns into a 500."""
+    try:
+        end()
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log.info("closing a %s's connection failed (%s): it is discarded", kind, exc.__class__.__name__)
+        with contextlib.suppress(Exception):
+            connection.invalidate()
 
 
 def write_session(session_factory: Any, request: Request) -> Any:

@@ -162,19 +162,13 @@ def new_row_linkage(request: Request, definition: Any, new: Any) -> tuple[Any, .
     visibility; a to-many or many-to-many whose link column holds a foreign key to the owner's key,
     not deferrable, links no row yet (the database refuses a row linking a key that does not
     exist), NULL as the aggregate of nothing. None when one does not qualify (the row is read back on its own)."""
+    plan = _new_row_plan(definition)
+    if plan is None:
+        return None
     postgresql = dialect_of(request).name == "postgresql"
     columns = []
-    for index, relationship in enumerate(definition.relationships):
-        link = _link_of(definition, relationship)
-        if link is None:
-            return None
-        to_many, selected, matched = link
-        if to_many:
-            if not _links_nothing_new(definition, matched):
-                return None
-            column: Any = null()
-        else:
-            column = _aggregate(request, definition, relationship, postgresql, select(new.c[selected.key]))
+    for index, (relationship, (_name, key, _integer)) in enumerate(zip(definition.relationships, plan, strict=True)):
+        column = null() if key is None else _aggregate(request, definition, relationship, postgresql, select(new.c[key]))
         columns.append(column.label(f"{_LABEL}{index}"))
     return tuple(columns)
 
@@ -189,10 +183,10 @@ def written_linkage(request: Request, definition: Any, row: dict[str, Any], sent
     prefix); a to-many or many-to-many whose link column holds a foreign key to the new key, not
     deferrable, on a connection that enforces foreign keys (``connection.foreign_keys_on``): NULL,
     nothing links a key before it exists. None when one relationship does not qualify (the row is
-    read back). The relationships' facts are decided once per type (``_written_plan``)."""
+    read back). The relationships' facts are decided once per type (``_new_row_plan``)."""
     if dialect_of(request).name not in _WRITTEN_DIALECTS:
         return None
-    plan = get_registry(request).statements.get(request, ("written-linkage", definition), lambda: _written_plan(definition))
+    plan = get_registry(request).statements.get(request, ("new-row-plan", definition), lambda: _new_row_plan(definition))
     if plan is None:
         return None
     values: list[Any] = []
@@ -215,11 +209,11 @@ def written_linkage(request: Request, definition: Any, row: dict[str, Any], sent
     return tuple(values)
 
 
-def _written_plan(definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:
-    """``written_linkage``'s facts of each relationship, decided once per type: (name, the key of
-    the row's column holding a many-to-one's key, or None for a to-many whose link column holds a
-    foreign key to the new key that each statement checks; whether the target's key is an
-    integer). None when one relationship qualifies neither way."""
+def _new_row_plan(definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:
+    """The rule of a new row's linkage (``new_row_linkage``, ``written_linkage``), per relationship
+    in declaration order: (name, the key of the row's column holding a many-to-one's key, or None
+    for a to-many whose link column holds a foreign key to the new key that each statement checks;
+    whether the target's key is an integer). None when one relationship qualifies neither way."""
     plan = []
     for relationship in definition.relationships:
         link = _link_of(definition, relationship)
