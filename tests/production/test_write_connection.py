@@ -5,6 +5,7 @@ transaction. On every backend the tests use (PostgreSQL too when it answers)."""
 from __future__ import annotations
 
 import itertools
+import logging
 
 import pytest
 import transaction
@@ -95,6 +96,20 @@ def commit_in_the_middle(request):
     return _answer(request, first, _core(request))
 
 
+def close_fails(request):
+    """The connection's close raises (a connection lost after the answer was made): the answer
+    stands, the connection is discarded (``transactions._ended``)."""
+    connection = request.dbconnection
+    mark = _core(request) if request.method == "POST" else None
+    seen["connection"] = connection
+
+    def lost() -> None:
+        raise ConnectionError("lost after the answer")
+
+    connection.close = lost
+    return Response("" if mark is None else str(mark))
+
+
 def failed_view(exc, request):
     response = Response("failed", status=500)
     return response
@@ -114,6 +129,7 @@ def app(database_url):
     config.include("jsonapi_pyramid")
     for name, view in VIEWS.items():
         config.add_view(view, context=Root, name=name, request_method="POST", permission=NO_PERMISSION_REQUIRED)
+    config.add_view(close_fails, context=Root, name="close-fails", permission=NO_PERMISSION_REQUIRED)
     config.add_view(failed_view, context=Failed, permission=NO_PERMISSION_REQUIRED)
     app = webtest.TestApp(config.make_wsgi_app())
     yield app
@@ -205,3 +221,14 @@ def test_the_commit_is_noted_before_and_after_it_in_that_order(database_url):
             connection.close()
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_a_connection_whose_close_fails_is_discarded_and_the_answer_stands(app, method, caplog):
+    before = stored(app)
+    with caplog.at_level(logging.INFO, logger="jsonapi_pyramid.db"):
+        response = app.request("/close-fails", method=method, status=200)
+    kind = "write" if method == "POST" else "read"
+    assert f"closing a {kind}'s connection failed (ConnectionError): it is discarded" in caplog.text
+    assert seen["connection"].invalidated
+    assert stored(app) == (before | marks(response) if method == "POST" else before)  # committed before the close
