@@ -167,10 +167,10 @@ class WriteConnection:
         transaction.join(self)
 
     def beforeCompletion(self, _transaction: Any) -> None:
-        pass
+        """Nothing to do before a transaction completes: its data manager side ends it."""
 
     def afterCompletion(self, _transaction: Any) -> None:
-        pass
+        """Nothing to do after it either: the connection stays for the next one (closed with the request)."""
 
     # -- the transaction's data manager ----------------------------------------------------------
 
@@ -179,10 +179,10 @@ class WriteConnection:
             self.connection.rollback()  # a failure propagates, as a session's close would (db._final_answer)
 
     def tpc_begin(self, _transaction: Any) -> None:
-        pass
+        """Nothing to prepare: one connection, one phase (the COMMIT is in ``tpc_vote``)."""
 
     def commit(self, _transaction: Any) -> None:
-        pass
+        """Nothing before the vote: what the request wrote is already on the connection."""
 
     def tpc_vote(self, _transaction: Any) -> None:
         if self.connection.in_transaction():
@@ -191,7 +191,7 @@ class WriteConnection:
             self._committed(self.request)
 
     def tpc_finish(self, _transaction: Any) -> None:
-        pass
+        """Nothing after the vote: the COMMIT was sent there, so that its failure aborts the transaction."""
 
     def tpc_abort(self, _transaction: Any) -> None:
         # after a COMMIT that failed (its error is the one raised): best effort, a lost connection
