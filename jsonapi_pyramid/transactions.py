@@ -68,9 +68,8 @@ def read_connection(request: Request) -> Any:
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
-        commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
-
-        def end() -> None:
+        def end() -> None:  # asking a lost connection anything fails: ``_ended`` discards it then
+            commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
             with_transaction(connection)
             if commit and connection.in_transaction():
                 connection.commit()
