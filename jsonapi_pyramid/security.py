@@ -160,8 +160,9 @@ class BearerTokenPolicy:
         return self._helper.permits(context, self.effective_principals(request), permission)
 
     def rejects(self, request: Request) -> bool:
-        """True when the request carries credentials that do not identify anyone."""
-        return bearer_secret(request) is not None and self.identity(request) is None
+        """True when the request carries credentials that do not identify anyone (the identity
+        first: once known, the header need not be read again)."""
+        return self.identity(request) is None and bearer_secret(request) is not None
 
     def challenge(self) -> dict[Any, Any]:
         """The header of a 401 answer."""

@@ -324,11 +324,11 @@ def _add_defaults(request: Request, definition: Any, linkages: list[Any], entity
     for relationship in definition.relationships:
         if relationship.name in sent:
             continue
-        pointer = f"/data/relationships/{_escape(relationship.name)}"
         default = defaults.get(relationship.name)
         default_id = default(request) if default is not None else None
         if default_id is not None:
+            pointer = f"/data/relationships/{_escape(relationship.name)}"
             linkages.append((relationship, pointer, Linkage([(pointer, default_id)], parsed=True)))
         elif required_on_create(relationship):
-            failures.add(pointer, f"The relationship {relationship.name!r} is required.")
+            failures.add(f"/data/relationships/{_escape(relationship.name)}", f"The relationship {relationship.name!r} is required.")
 
