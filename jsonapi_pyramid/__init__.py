@@ -46,6 +46,7 @@ from .pings import PING_AFTER
 from .preconditions import if_match_check
 from .relationships import RelationshipsCollection, ToManyRelationship, ToOneRelationship
 from .renderer import JsonApiRenderer
+from .request_class import bake
 from .security import Permission
 from .stats import PROFILE as STATS_PROFILE
 from .transformer import Transformer
@@ -371,6 +372,8 @@ def includeme(config: Configurator) -> None:
     # 401 for a request whose bearer token is refused (only with a BearerTokenPolicy).
     config.add_tween("jsonapi_pyramid.security.credentials_tween_factory", under=EXCVIEW)
     config.action(("jsonapi", "resolved"), lambda: resolved(config.registry), order=ActionOrder.RESOLVED)
+    # One request class with every request property, not one made per request (request_class.py).
+    config.action(("jsonapi", "request_class"), lambda: bake(config.registry), order=ActionOrder.REQUEST_CLASS)
     if registry.settings["gc_freeze"]:
         # The last action of the commit that ``make_wsgi_app`` runs; not an ``ApplicationCreated``
         # subscriber: any subscriber makes Pyramid notify its events on every request (~33 calls).

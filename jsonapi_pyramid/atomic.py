@@ -45,6 +45,7 @@ from .errors import BadRequest, Forbidden, JsonApiError, MethodNotAllowed, NotFo
 from .load.stored import load_stored
 from .negotiation import ATOMIC_EXT, ATOMIC_MEDIA_TYPE, OPERATIONS_NAME
 from .traversal import ApiRoot
+from .urls import query_items
 from .views import VIEWS
 from .views.write import OPERATIONS
 from .write.local_ids import LocalIds, replace_local_ids, take_new_lid, token
@@ -86,7 +87,7 @@ def _name_the_extension(request: Request, response: Any) -> None:
 
 
 def _refuse_query_parameters(request: Request) -> None:
-    for name in request.GET:
+    for name, _value in query_items(request):
         family = name.split("[", 1)[0]
         if family.isascii() and family.isalpha() and family.islower():
             raise BadRequest(f"{OPERATIONS_NAME} takes no query parameter {name!r}.", parameter=name)

@@ -49,8 +49,8 @@ class ActionOrder(enum.IntEnum):
     its type, then custom operations are recorded on their types and the 405 views of their names
     added; write checks register at 0; then every declaration is resolved against the mapper
     (``Registry.resolve_passes``), then the registry and its types are frozen (``Registry.freeze``)
-    and the OpenAPI document is built from the result; last of all, ``jsonapi.gc_freeze`` freezes
-    the heap."""
+    and the OpenAPI document is built from the result; then the request class is made
+    (``request_class.bake``); last of all, ``jsonapi.gc_freeze`` freezes the heap."""
 
     #: ``registry.jsonapi`` (before Pyramid's own phases: any later action may read it)
     REGISTRY = -40
@@ -65,6 +65,8 @@ class ActionOrder(enum.IntEnum):
     #: every type resolved: the registry and its types frozen (``Registry.freeze``)
     RESOLVED = 17
     OPENAPI = 20
+    #: every ``add_request_method`` of the commit applied: one request class (``request_class``)
+    REQUEST_CLASS = 900
     GC_FREEZE = 1000
 
 #: Meta field every collection document offers (contract section 4): the size of the collection.

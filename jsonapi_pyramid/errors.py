@@ -190,7 +190,21 @@ def error_response(request: Request, status: int, errors: list[dict[Any, Any]], 
             for position, error in enumerate(errors):
                 error.setdefault("id", f"{request_id}-{position}")
     document = {"jsonapi": {"version": "1.1"}, "errors": errors, "links": {"self": _self_link(request)}}
+    request.add_finished_callback(_drop_traceback)
     return json_response(document, status=status, headers=headers)
+
+
+def _drop_traceback(request: Request) -> None:
+    """Once the request is finished, the traceback of the exception its error answered goes:
+    Pyramid keeps the exception (``request.exception``) and its ``exc_info`` on the request, and the
+    traceback's frames hold the request, a cycle (with everything hanging from the request) left to
+    the garbage collector at the end of every such request. ``request.exception`` stays (pyramid_retry
+    reads it after the finished callbacks), without its traceback, nor those of its causes."""
+    request.__dict__.pop("exc_info", None)
+    exception = request.__dict__.get("exception")
+    while exception is not None and exception.__traceback__ is not None:
+        exception.__traceback__ = None
+        exception = exception.__cause__ or exception.__context__
 
 
 def _self_link(request: Request) -> str:

@@ -53,7 +53,9 @@ class JsonApiRenderer:
     document's profiles); ``None`` -> no body and no ``Content-Type``."""
 
     def __init__(self, info: Any) -> None:
-        self.info = info
+        """``info`` (the RendererHelper) is not kept: Pyramid clones the helper and makes a renderer
+        for every request it renders, and a renderer holding its helper, which holds it
+        (``helper.renderer``), would be a cycle left to the garbage collector per request."""
 
     def __call__(self, value: Any, system: Any) -> bytes:
         request = system["request"]

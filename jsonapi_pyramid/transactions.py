@@ -68,6 +68,7 @@ def read_connection(request: Request) -> Any:
                             request.method, request.path_info)
             with contextlib.suppress(Exception):
                 session.close()  # it joined the connection's transaction: its close leaves that alone
+            _let_go(request, session)
         def end() -> None:  # asking a lost connection anything fails: ``_ended`` discards it then
             commit = ends_with_commit(connection) and not flushed and getattr(request, "exception", None) is None
             with_transaction(connection)
@@ -124,9 +125,20 @@ def write_connection(request: Request) -> Any:
     def close(request: Request) -> None:
         # a rollback when the transaction was not ended (it always is, unless no transaction was begun)
         _ended(manager.connection, "write", manager.connection.close)
+        session = request.__dict__.get("dbsession")
+        if session is not None:
+            _let_go(request, session)
 
     request.add_finished_callback(close)
     return connection
+
+
+def _let_go(request: Request, session: Any) -> None:
+    """A finished request's session (``request.dbsession``, whose ``info`` holds the request) lets
+    go of it: the two would otherwise be a cycle, with everything hanging from the request, left
+    to the garbage collector at the end of every request that made a session."""
+    if session.info.get("request") is request:
+        del session.info["request"]
 
 
 def _ended(connection: Any, kind: str, end: Any) -> None:

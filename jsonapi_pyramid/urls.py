@@ -5,7 +5,8 @@ access (scheme, host and port normalised, ``SCRIPT_NAME`` and ``PATH_INFO`` quot
 ``request.resource_url`` asks for ``application_url`` again. ``request_urls`` builds them once,
 with webob's own rules, and keeps them on the request: the self link, the page and cursor links
 and the API base URL (``document.api_base``, which passes ``application`` to ``resource_url``, so
-Pyramid's virtual-root handling still applies) all start from it.
+Pyramid's virtual-root handling still applies) all start from it. ``query_items``: the query
+string's pairs as ``request.GET`` holds them, without WebOb's per-request cache.
 """
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from webob.compat import parse_qsl_text
 from webob.request import PATH_SAFE
 
-__all__ = ["RequestURLs", "request_urls"]
+__all__ = ["RequestURLs", "query_items", "request_urls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +46,10 @@ def request_urls(request: Any) -> RequestURLs:
         request.__dict__["jsonapi_urls"] = urls
     return urls
 
+
+
+def query_items(request: Any) -> list[tuple[str, str]]:
+    """The query string's ``(name, value)`` pairs, in order, decoded as ``request.GET`` decodes them
+    (UTF-8; ``UnicodeDecodeError`` otherwise). Not ``request.GET`` itself: WebOb keeps it in the
+    environ and it refers to the environ, a cycle per request that only the garbage collector frees."""
+    return list(parse_qsl_text(request.environ.get("QUERY_STRING", "")))

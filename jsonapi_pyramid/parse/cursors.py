@@ -31,6 +31,7 @@ from ..durations import duration_text, parse_duration
 from ..errors import BadRequest, error_object
 from ..relationships import relationship_aggregate
 from ..schema import CURSOR_KINDS, column_kind, enum_shown
+from ..urls import query_items
 
 __all__ = ["ERROR_TYPES", "PROFILE", "CursorCodec", "check_cursor_sort", "collection_scope", "cursor_scope",
            "max_size_error", "profile_requested"]
@@ -202,7 +203,7 @@ class CursorCodec:
 def cursor_scope(request: Request, plan: Any) -> str:
     """What a cursor is bound to: the collection's URL path, the sort and the filter parameters."""
     sort = ",".join(("-" if key.descending else "") + ".".join(key.path) for key in plan.sort)
-    filters = sorted((name, value) for name, value in request.GET.items() if name.startswith("filter"))
+    filters = sorted((name, value) for name, value in query_items(request) if name.startswith("filter"))
     return collection_scope(request.path_info, sort, filters)
 
 

@@ -16,6 +16,7 @@ from pyramid.request import Request
 from ..acl import check_restricted_path
 from ..contract import ESTIMATED_COUNT, TOTAL_COUNT, ResourceDefinition, get_registry
 from ..errors import BadRequest
+from ..urls import query_items
 from .cursors import check_cursor_sort, max_size_error, profile_requested
 from .filter_syntax import parse_filters
 from .filter_terms import parse_term
@@ -121,7 +122,7 @@ def query_parameters(request: Request) -> tuple[tuple[str, str, str, str | None,
 
 def _check_parameters(request: Request) -> list[tuple[str, str, str, str | None, str | None]]:
     try:
-        items = list(request.GET.items())
+        items = query_items(request)
     except UnicodeDecodeError:
         raise BadRequest("The query string is not valid UTF-8.", parameter="query") from None
     parameters: list[tuple[str, str, str, str | None, str | None]] = []
@@ -216,7 +217,7 @@ def _parse_query(request: Request, definition: ResourceDefinition, collection: b
         plan.stats = parse_stats(check, definition, given.stats, given.group, settings["max_include_depth"])
         plan.page = _parse_page(given.page, settings, profile)
         moved = _CURSOR_PAGE if plan.page.cursor else _NUMBER_PAGE  # what each link sets anew
-        plan.links_query = urlencode([(k, v) for k, v in request.GET.items() if k not in moved],
+        plan.links_query = urlencode([(k, v) for k, v in query_items(request) if k not in moved],
                                      quote_via=quote, safe="[],.-")
         if plan.page.cursor:
             check_cursor_sort(definition, plan.sort)

@@ -15,6 +15,7 @@ missing one.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from pyramid.request import Request
@@ -40,7 +41,18 @@ class Root:
     __acl__: list[Any] = []
 
     def __init__(self, request: Request) -> None:
-        self.request = request
+        # Weakly: Pyramid keeps the root on the request (``request.root``), and a root holding its
+        # request would make every request a cycle that only the garbage collector frees, with
+        # everything hanging from it (the nodes below hold the request; Pyramid drops
+        # ``request.context`` when the request is finished).
+        self._request = weakref.ref(request)
+
+    @property
+    def request(self) -> Request:
+        request = self._request()
+        if request is None:
+            raise RuntimeError("the request of this traversal root is gone")
+        return request
 
     def __getitem__(self, name: Any) -> Any:
         api_name = get_registry(self.request).settings["root_name"]

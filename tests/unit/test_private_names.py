@@ -29,6 +29,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 from waitress.channel import HTTPChannel
 from waitress.task import WSGITask
 from webob import Request
+from webob.compat import parse_qsl_text
 from webob.request import PATH_SAFE
 from zope.sqlalchemy import register
 
@@ -67,6 +68,7 @@ INTERNAL = {
     ("sqlalchemy.sql.util", "ClauseAdapter"): {"jsonapi_pyramid/load/filtering.py", "jsonapi_pyramid/load/sorting.py",
                                                "jsonapi_pyramid/load/stats_sql.py"},
     ("webob.request", "PATH_SAFE"): {"jsonapi_pyramid/urls.py"},
+    ("webob.compat", "parse_qsl_text"): {"jsonapi_pyramid/urls.py"},
 }
 
 
@@ -237,3 +239,19 @@ def test_webob_path_safe_is_what_webob_leaves_unquoted_in_path_url():
     request = Request.blank("/")
     request.path_info = path
     assert request.path_url == request.application_url + quote(path, PATH_SAFE)
+
+
+@pytest.mark.parametrize("query", ["", "a=1&b=2", "a=1;b=2&a=3", "x+y=%2B%20z&empty=&bare", "filter%5Bname%5D=%C3%A9t%C3%A9",
+                                   "page[size]=1&&page[number]=2"])
+def test_webob_parse_qsl_text_is_what_request_get_holds(query):
+    """urls.py's ``query_items``: the pairs of ``request.GET``, decoded the same way,
+    without WebOb's per-request cache (a cycle through the environ)."""
+    request = Request.blank("/?" + query)
+    assert list(parse_qsl_text(query)) == list(request.GET.items())
+
+
+def test_webob_parse_qsl_text_refuses_what_request_get_refuses():
+    with pytest.raises(UnicodeDecodeError):
+        list(parse_qsl_text("a=%FF"))
+    with pytest.raises(UnicodeDecodeError):
+        _ = Request.blank("/?a=%FF").GET
