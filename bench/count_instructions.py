@@ -26,11 +26,12 @@ LOW, HIGH = 50, 250
 def child(app: str, scenario: str, count: int, url: str) -> None:
     sys.path.insert(0, str(HERE))
     from apps import build as build_app
-    from calls import Caller
+    from calls import Caller, ensure_token
     from run import facts
     from scenarios import WsgiClient, build
 
     f = facts(url)
+    ensure_token(url, f["user_id"])  # S5's bearer token, for every app (the ceilings read it from the table)
     wsgi = build_app(app, url)[0]
     if scenario == "U1":  # a one-row PATCH (bench/write_cost.py)
         from write_cost import patch_caller

@@ -425,7 +425,8 @@ def write(path: pathlib.Path, out: pathlib.Path, run: dict) -> None:
     lines += metrics_section(run)
     lines += pair_section(run, "A 304 revalidation beside the 200 it replaces",
                           "S1r sends S1's request with `If-None-Match` holding the ETag of S1's answer: the service "
-                          "builds the document, hashes it and answers 304 without a body.", "S1", "S1r")
+                          "reads the page, finds the tag its rows gave before (docs/etags.rst, the 304 that skips "
+                          "building) and answers 304 without a body.", "S1", "S1r")
     lines += pair_section(run, "A paged include beside an unpaged one",
                           "S7u includes every comment of each of 50 articles; S7p at most 3 per article with "
                           "`meta.count` and pagination links per relationship (window functions, one statement).",
