@@ -122,8 +122,8 @@ DEFAULTS = {
     # Tags kept per process from a key of what loading read to the ETag its 200 gave, so that a GET whose
     # If-None-Match names it is answered 304 without building the document (docs/etags.rst); 0: none.
     "etag_shortcut_entries": 10000,
-    # On PostgreSQL a plain create reads its row and its tag's linkage with its INSERT (one statement,
-    # docs/pipeline.rst); False: read back after it, as elsewhere (for tables whose triggers link rows to a new one).
+    # A plain create's tag linkage known from the row its INSERT returns, or on PostgreSQL read with its INSERT
+    # (one statement, docs/pipeline.rst); False: read back after it (for tables whose triggers link rows to a new one).
     "read_with_insert": True,
     # An ``acl=`` is only enforced by a security policy; without one every write would be open.
     # True: start anyway (the application enforces access some other way). docs/security.rst.

@@ -238,7 +238,7 @@ class _Form:
         """The row keys and result processors of SQLAlchemy's first run (``result``, returned);
         a statement whose columns do not match the cursor's stays SQLAlchemy's (``make`` None)."""
         description = result.cursor.description if result.cursor is not None else None
-        columns = self.statement.selected_columns
+        columns = self.statement.exported_columns  # a select's columns, or what an INSERT returns
         keys = tuple(result.keys())
         if description is not None and len(description) == len(columns) == len(keys):
             dialect = result.context.dialect

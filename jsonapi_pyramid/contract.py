@@ -323,6 +323,8 @@ class Registry:
         self.etag_tags = BoundedCache(size) if size and settings.get("etags") else None
         #: definition -> whether its document part is built from its values alone (``loaded_key``)
         self.pure_types: dict[Any, bool] = {}
+        #: definition -> the rule of a new row's linkage, None when it has none (``tag_linkage``)
+        self.new_row_plans: dict[Any, Any] = {}
 
     def add(self, definition: ResourceDefinition) -> None:
         if definition.type in self.types:

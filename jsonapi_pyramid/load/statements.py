@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyramid.request import Request
-from sqlalchemy.sql import Select, visitors
+from sqlalchemy.sql import Insert, Select, visitors
 from sqlalchemy.sql.elements import ClauseElement
 
 __all__ = ["StatementCache", "visibility_of"]
@@ -113,7 +113,7 @@ class StatementCache:
         self._reads = _LRU(size)
         #: criterion SQL shape -> (shared form, the names of its parameters)
         self._forms = _LRU(size)
-        #: kept ``Select`` -> {dialect: its compiled form, None when SQLAlchemy runs it}
+        #: kept ``Select`` (or ``INSERT ... RETURNING``) -> {dialect: its compiled form, None when SQLAlchemy runs it}
         #: (``connection.execute`` runs it on the driver; gone with the statement)
         self.on_driver: Any = weakref.WeakKeyDictionary()
         #: id of a criterion -> (the criterion, its shared form, names, the criterion's bound values)
@@ -156,8 +156,8 @@ class StatementCache:
         # Kept only when it holds one form per criterion: another thread may have given a shape a
         # new form while this one was built, and a lookup finds one form per definition read.
         if all(len(forms_held) == 1 for forms_held in held):
-            if isinstance(statement, Select):
-                self.on_driver.setdefault(statement, {})
+            if isinstance(statement, Select) or (isinstance(statement, Insert) and statement.exported_columns):
+                self.on_driver.setdefault(statement, {})  # a read, or an INSERT returning its row
             self._reads.keep(key, reads)
             self._entries.keep((key, reads, tuple(id(form[0]) for form in forms)), (tuple(form[0] for form in forms), statement))
         _bind(parameters, forms)

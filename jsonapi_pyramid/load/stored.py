@@ -14,7 +14,7 @@ from sqlalchemy.orm.attributes import instance_dict
 from ..connection import execute, flush_session
 from ..contract import get_registry
 from .idlists import bind_ids, dialect_of, ids_in
-from .tag_linkage import LINKAGE_PARAMETER, linkage_bytes, linkage_columns, new_row_linkage, split_linkage, written_linkage
+from .tag_linkage import LINKAGE_PARAMETER, known_from_row, linkage_bytes, linkage_columns, new_row_linkage, split_linkage, written_linkage
 
 __all__ = ["InsertedReads", "inserted_reads", "inserted_stored", "load_stored", "load_stored_many", "load_stored_tagged"]
 
@@ -103,10 +103,10 @@ def inserted_reads(request: Request, definition: Any) -> InsertedReads | None:
 
 
 class InsertedReads:
-    """The linkage of a new row, for ``PlainWrites.insert``: ``columns(new)``, read in the
-    ``INSERT``'s own statement where it can run in a ``WITH`` (PostgreSQL;
-    ``tag_linkage.new_row_linkage``); ``from_row(row, sent)``, known from the row it returned
-    elsewhere (``tag_linkage.written_linkage``). Either answers None when it cannot."""
+    """The linkage of a new row, for ``PlainWrites.insert``: ``from_row(row, sent)``, known from
+    the row its ``INSERT`` returned (``tag_linkage.written_linkage``), where ``known`` says it will
+    be; else ``columns(new)``, read in the ``INSERT``'s own statement where it can run in a
+    ``WITH`` (PostgreSQL; ``tag_linkage.new_row_linkage``). Either answers None when it cannot."""
 
     __slots__ = ("definition", "request")
 
@@ -116,6 +116,10 @@ class InsertedReads:
 
     def columns(self, new: Any) -> tuple[Any, ...] | None:
         return new_row_linkage(self.request, self.definition, new)
+
+    def known(self, sent: frozenset[str], unset: frozenset[str]) -> bool:
+        """``from_row`` will answer for a create that sets ``sent`` and leaves ``unset`` NULL."""
+        return known_from_row(self.request, self.definition, sent, unset)
 
     def from_row(self, row: dict[str, Any], sent: frozenset[str]) -> tuple[Any, ...] | None:
         return written_linkage(self.request, self.definition, row, sent)

@@ -3,7 +3,7 @@ of the load stage, read with the item's row or on its own.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pyramid.request import Request
@@ -47,6 +47,7 @@ _LABEL = "jsonapi_linkage_"
 #: the databases whose text of an integer key (``_linked``'s cast) is known to be Python's ``str``
 #: (tested: ``written_linkage`` gives the tag a read gives)
 _WRITTEN_DIALECTS = frozenset(("postgresql", "sqlite"))
+_UNDECIDED = object()  # a type whose new row's rule is not decided yet (``_plan_of``)
 
 
 def linkage_columns(request: Request, definition: Any) -> tuple[Any, ...]:
@@ -186,7 +187,7 @@ def written_linkage(request: Request, definition: Any, row: dict[str, Any], sent
     read back). The relationships' facts are decided once per type (``_new_row_plan``)."""
     if dialect_of(request).name not in _WRITTEN_DIALECTS:
         return None
-    plan = get_registry(request).statements.get(request, ("new-row-plan", definition), lambda: _new_row_plan(definition))
+    plan = _plan_of(request, definition)
     if plan is None:
         return None
     values: list[Any] = []
@@ -207,6 +208,36 @@ def written_linkage(request: Request, definition: Any, row: dict[str, Any], sent
         else:
             return None  # a key the create did not check (a column default), or whose text SQL would spell
     return tuple(values)
+
+
+def known_from_row(request: Request, definition: Any, sent: frozenset[str], unset: frozenset[str]) -> bool:
+    """Whether ``written_linkage`` will know a create's linkage from the row its ``INSERT ...
+    RETURNING`` returns, decided before the statement: every many-to-one either set by the create
+    (``sent``) to a target with an integer key, or left NULL (its column key in ``unset``: no value
+    and no default); every to-many under a foreign key the connection enforces. PostgreSQL then
+    runs the plain ``INSERT`` rather than reading the linkage again in a ``WITH`` (whose subqueries
+    cost the database more). A wrong guess costs a read-back: ``written_linkage`` checks the row."""
+    if dialect_of(request).name not in _WRITTEN_DIALECTS:
+        return False
+    plan = _plan_of(request, definition)
+    if plan is None:
+        return False
+    for name, key, integer in plan:
+        if key is None:
+            if not foreign_keys_on(request):
+                return False
+        elif not ((name in sent and integer) or key in unset):
+            return False
+    return True
+
+
+def _plan_of(request: Request, definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:
+    """``_new_row_plan`` of ``definition``, decided at its first create and kept per application."""
+    plans = get_registry(request).new_row_plans
+    plan = plans.get(definition, _UNDECIDED)
+    if plan is _UNDECIDED:
+        plan = plans[definition] = _new_row_plan(definition)
+    return cast("tuple[tuple[str, str | None, bool], ...] | None", plan)
 
 
 def _new_row_plan(definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:

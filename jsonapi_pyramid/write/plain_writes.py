@@ -120,6 +120,8 @@ class PlainWrites:
         self.update_statement = self.table.update().where(self.id_column == bindparam(_ID))
         #: columns whose ``None`` is a value (``TypeEngine.should_evaluate_none``), sent as such
         self.none_is_value = frozenset(c.key for c in self.table.columns if c.type.should_evaluate_none)
+        #: column keys a create leaves NULL when it gives them no value (no default of any kind)
+        self.null_unless_set = frozenset(c.key for c in self.table.columns if c.default is None and c.server_default is None)
         #: column keys the database or an ``onupdate`` sets on an update (expired on the entity)
         self.on_update = tuple(c.key for c in self.table.columns if c.onupdate is not None or c.server_onupdate is not None)
         #: relationship names whose target a create may name by its key (``keyed``)
@@ -176,8 +178,9 @@ class PlainWrites:
         for key, default in self.defaults:  # computed as the statement's execution would, before it
             if key not in values and key not in held:
                 values[key] = default()
-        dialect = dialect_of(request)
-        in_with = read is not None and not self.context_defaults and dialect.name in _DML_IN_WITH
+        dialect, sent = dialect_of(request), frozenset(relationship.name for relationship, _target in changes.relationships)
+        in_with = (read is not None and not self.context_defaults and dialect.name in _DML_IN_WITH
+                   and not read.known(sent, self.null_unless_set.difference(values, held)))
         from_row = read is not None and not in_with and dialect.insert_returning
         extra = None
         if keyed or in_with or from_row:
@@ -186,7 +189,7 @@ class PlainWrites:
                 return None
             written, extra = returned
             if from_row:
-                extra = read.from_row(written, frozenset(relationship.name for relationship, _target in changes.relationships))
+                extra = read.from_row(written, sent)
         else:
             result = _run(request, session, self.insert_statement, values)
             written = result.last_inserted_params()

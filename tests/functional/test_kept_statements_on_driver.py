@@ -214,11 +214,10 @@ def test_the_metrics_count_the_statements_the_driver_ran(metered_app, schema_val
 def test_a_writes_read_back_runs_on_the_driver(api, blog, auth_headers, driver_runs, backend):
     """In a write, once the session's changes are flushed, a kept statement runs on the driver
     too: an update's row read back (with its tag's linkage), from the second on; the answers are
-    the ones GET gives. A create reads no row back: on PostgreSQL it reads its row with its INSERT
-    (``WITH jsonapi_new AS (INSERT ...) SELECT``), kept and run on the driver too (the article's
+    the ones GET gives. A create reads no row back: its INSERT returns the row, and the linkage is
+    known from it; on PostgreSQL that INSERT is kept and run on the driver too (the article's
     Python-side defaults, ``createdAt`` and ``status``, are bound as values by
-    ``plain_writes.defaults``, so the statement leaves SQLAlchemy nothing to compute); on SQLite its
-    INSERT returns the row, and the linkage is known from it."""
+    ``plain_writes.defaults``, so the statement leaves SQLAlchemy nothing to compute)."""
     headers = auth_headers(blog["alice"])
 
     def create(title):
@@ -237,7 +236,7 @@ def test_a_writes_read_back_runs_on_the_driver(api, blog, auth_headers, driver_r
     read_back = [run for run in driver_runs if run.lstrip().startswith("SELECT articles.id")]
     assert not read_back
     if backend == "postgresql":
-        assert [run for run in driver_runs if " ".join(run.split()).startswith("WITH jsonapi_new AS (INSERT INTO articles")]
+        assert [run for run in driver_runs if " ".join(run.split()).startswith("INSERT INTO articles")]
     for write in (lambda: made, lambda: update(made.headers["Location"], "changed"),
                   lambda: update(made.headers["Location"], "again")):
         answer = write()

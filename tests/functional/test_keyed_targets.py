@@ -174,11 +174,9 @@ def test_which_to_ones_are_keyed_is_decided_at_start(app):
 
 
 def _insert_then_read(app, statements):
-    """The INSERT reads the shelf, and the row is not read back after it: on PostgreSQL the INSERT
-    in a WITH reads its row and its tag's linkage; on SQLite the INSERT returns its row and the
-    linkage (the shelf the INSERT checked) is known from it (``stored.inserted_reads``)."""
-    if app.app.registry["db.engine"].dialect.name == "postgresql":
-        return len(statements) == 1 and statements[0].startswith("WITH jsonapi_new AS (INSERT INTO ")
+    """The INSERT reads the shelf, and the row is not read back after it: on both backends the
+    INSERT returns its row and the linkage (the shelf the INSERT checked) is known from it
+    (``stored.inserted_reads``; no ``WITH`` on PostgreSQL, which would read it again)."""
     return len(statements) == 1 and statements[0].startswith("INSERT INTO ") and " RETURNING " in statements[0]
 
 
@@ -263,10 +261,10 @@ def test_every_attribute_type_through_the_keyed_insert_twice(app, statements, in
 @pytest.mark.parametrize("index", [0, 1])
 def test_every_attribute_type_through_the_insert_on_the_driver(app, driver_runs, index, keyed):
     """Each value of the column matrix through the create's statement on the driver (no listener
-    of execution events here): on PostgreSQL the INSERT that reads its row (``WITH jsonapi_new AS
-    (INSERT ...) SELECT``), with the shelf (``INSERT ... SELECT``) or without it (``VALUES``), from
-    its second run on; on SQLite the INSERT returning its row, the linkage known from it. Each 201
-    is the document and tag GET gives."""
+    of execution events here): the INSERT returning its row, with the shelf (``INSERT ... SELECT``)
+    or without it (``VALUES``), from its second run on, the linkage known from the row (the shelf
+    the INSERT checked, or none), on both backends: each value through the driver's parameters and
+    back through the row it returns. Each 201 is the document and tag GET gives."""
     relationships = {"shelf": {"data": {"type": "shelves", "id": "1"}}} if keyed else {}
     for _ in range(3):
         made = app.request("/api/specimens", method="POST", status=201, headers={
@@ -275,19 +273,17 @@ def test_every_attribute_type_through_the_insert_on_the_driver(app, driver_runs,
                 "relationships": relationships}}))
         shown = app.get(made.headers["Location"])
         assert shown.body == made.body and shown.headers["ETag"] == made.headers["ETag"]
-    inserts = [run for run in driver_runs if run.startswith("WITH jsonapi_new AS (INSERT INTO specimens")]
-    if app.app.registry["db.engine"].dialect.name == "postgresql":
-        assert len(inserts) >= 2 and ("FROM shelves WHERE shelves.id = " in inserts[0]) == keyed
-    else:
-        assert not inserts and [run for run in driver_runs if run.startswith("SELECT specimens.id")]
+    inserts = [run for run in driver_runs if run.startswith("INSERT INTO specimens") and " RETURNING " in run]
+    assert not [run for run in driver_runs if run.startswith("WITH jsonapi_new")]
+    assert len(inserts) >= 2 and ("FROM shelves WHERE shelves.id = " in inserts[0]) == keyed
 
 
 def test_the_blogs_authenticated_create_is_two_statements(api, blog, auth_headers, count_statements, backend):
     """Issue 37's S5: the caller's token, the INSERT that reads the default author (the caller)
     through the users' visibility; the author is not read on its own, and the row is not read
-    back: on PostgreSQL it is read with the INSERT (``WITH jsonapi_new AS (INSERT ...) SELECT``), on
-    SQLite the INSERT returns it and its tag's linkage is known from it (the author checked, no
-    comment nor tag can link a new article's key yet). Two statements on both."""
+    back: the INSERT returns it and its tag's linkage is known from it (the author checked, no
+    comment nor tag can link a new article's key yet), on both backends (PostgreSQL runs no
+    ``WITH`` to read it again). Two statements on both."""
     document = {"data": {"type": "articles", "attributes": {"title": "Counted", "status": "published"}}}
     headers = auth_headers(blog["alice"])
     with count_statements() as statements:
@@ -295,7 +291,6 @@ def test_the_blogs_authenticated_create_is_two_statements(api, blog, auth_header
                         content_type=MEDIA_TYPE, status=201)
     assert len(statements) == 2, [" ".join(s.split())[:30] for s in statements]
     inserted = " ".join(statements[1].split())
-    assert inserted.startswith("WITH jsonapi_new AS (INSERT INTO articles" if backend == "postgresql"
-                               else "INSERT INTO articles") and "FROM users" in inserted
+    assert inserted.startswith("INSERT INTO articles") and "FROM users" in inserted and " RETURNING " in inserted
     author = api.get(made.json["data"]["relationships"]["author"]["links"]["related"], status=200)
     assert author.json["data"]["id"] == str(blog["alice"].id)
