@@ -222,13 +222,9 @@ def known_from_row(request: Request, definition: Any, sent: frozenset[str], unse
     plan = _plan_of(request, definition)
     if plan is None:
         return False
-    for name, key, integer in plan:
-        if key is None:
-            if not foreign_keys_on(request):
-                return False
-        elif not ((name in sent and integer) or key in unset):
-            return False
-    return True
+    if not all((name in sent and integer) or key in unset for name, key, integer in plan if key is not None):
+        return False
+    return all(key is not None for _name, key, _integer in plan) or foreign_keys_on(request)  # asked once
 
 
 def _plan_of(request: Request, definition: Any) -> tuple[tuple[str, str | None, bool], ...] | None:
