@@ -16,8 +16,8 @@ by SQLAlchemy on its first run; after it (on a read, or in a write once the sess
 changes are flushed, as the row a write reads back), ``execute`` runs its SQL string on the DBAPI
 cursor itself with the bind and result processors SQLAlchemy's types give
 (``_Form``), with no execution context per run. Whatever SQLAlchemy would do more takes its own
-path (``_Form.ready``): a listener of the engine's execution events (statement recorders, SQLite's
-deadline), a dialect listener besides the library's metrics, a span recording the statement,
+path (``_Form.ready``): a listener of the engine's execution events (statement recorders; not
+SQLite's deadline, whose start ``_Form.run`` sets itself), a dialect listener besides the library's metrics, a span recording the statement,
 echo, execution options, positional dialects that set input sizes, expanding parameters.
 """
 from __future__ import annotations
@@ -30,6 +30,8 @@ from sqlalchemy.engine.interfaces import BindTyping
 from sqlalchemy.engine.result import result_tuple
 from sqlalchemy.exc import MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import Select
+
+from .deadlines import runs_with_driver, start_statement
 
 __all__ = ["FOREIGN_KEYS_ON", "READS", "WRITE_SESSION_EVENTS", "connection_of", "dialect_name", "execute", "flush_session",
            "foreign_keys_on", "read_rows", "session_events",
@@ -258,10 +260,10 @@ class _Form:
         if connection._has_events or engine._has_events:  # SQLAlchemy's own test: is anyone listening?
             if connection._has_events:
                 return False
-            # (a handle_error listener, as db.py's on PostgreSQL, is fine)
+            # (a handle_error listener, as db.py's on PostgreSQL, is fine; so is a SQLite deadline's start, done in ``run``)
             dispatch = engine.dispatch
-            if (dispatch.before_execute or dispatch.after_execute or dispatch.before_cursor_execute
-                    or dispatch.after_cursor_execute):
+            if (dispatch.before_execute or dispatch.after_execute or dispatch.after_cursor_execute
+                    or not all(map(runs_with_driver, dispatch.before_cursor_execute))):
                 return False
         observability = request.registry.get("jsonapi.observability")
         if len(connection.dialect.dispatch.do_execute) != (0 if observability is None else 1):
@@ -275,6 +277,7 @@ class _Form:
         arguments = values if self.positions is None else tuple([values[name] for name in self.positions])
         if not connection.in_transaction():
             connection.begin()  # as SQLAlchemy's autobegin: the connection's close rolls it back
+        start_statement(connection)  # SQLite under a deadline: this statement's (``deadlines.py``)
         cursor = connection.connection.cursor()
         try:
             cursor.execute(self.string, arguments)

@@ -25,7 +25,8 @@ from pyramid.exceptions import ConfigurationError
 from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 
-__all__ = ["bound_statement_time", "engine_options", "number_setting", "statement_timed_out", "statement_timeout_ms"]
+__all__ = ["bound_statement_time", "engine_options", "number_setting", "runs_with_driver", "start_statement",
+           "statement_timed_out", "statement_timeout_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -82,17 +83,39 @@ def bound_statement_time(engine: Any, milliseconds: int) -> None:
 
         @event.listens_for(engine, "connect")
         def _sqlite_progress_handler(dbapi_connection: Any, record: Any) -> None:
-            deadline = record.info[_DEADLINE] = [math.inf]
+            deadline = record.info[_DEADLINE] = [math.inf, seconds]
             dbapi_connection.set_progress_handler(lambda: time.monotonic() > deadline[0], _SQLITE_STEPS)
 
-        @event.listens_for(engine, "before_cursor_execute")
-        def _sqlite_start(conn: Any, _cursor: Any, _statement: Any, _parameters: Any, _context: Any, _executemany: Any) -> None:
-            deadline = conn.info.get(_DEADLINE)
-            if deadline is not None:
-                deadline[0] = time.monotonic() + seconds
+        # retval: SQLAlchemy keeps the listener itself, which the driver path knows (``runs_with_driver``)
+        event.listen(engine, "before_cursor_execute", _SqliteStart(), retval=True)
     else:
         log.warning("%s is not supported on %s: statements run without a deadline", STATEMENT_TIMEOUT,
                     engine.dialect.name)
+
+
+def start_statement(connection: Any) -> None:
+    """A statement starts on ``connection`` (SQLAlchemy's): on SQLite under a deadline, its
+    deadline is now plus the setting. Called by the listener for SQLAlchemy's runs and by the
+    driver path (``connection._Form.run``) for its own."""
+    deadline = connection.info.get(_DEADLINE)
+    if deadline is not None:
+        deadline[0] = time.monotonic() + deadline[1]
+
+
+class _SqliteStart:
+    """The ``before_cursor_execute`` listener of a SQLite deadline: the statement's start."""
+
+    __slots__ = ("__weakref__",)  # SQLAlchemy's event registry refers to its listeners weakly
+
+    def __call__(self, conn: Any, _cursor: Any, statement: Any, parameters: Any, _context: Any, _executemany: Any) -> Any:
+        start_statement(conn)
+        return statement, parameters
+
+
+def runs_with_driver(listener: Any) -> bool:
+    """Whether a ``before_cursor_execute`` listener is one the driver path does itself
+    (``start_statement``), so that it need not leave the statement to SQLAlchemy."""
+    return type(listener) is _SqliteStart
 
 
 def statement_timed_out(exc: BaseException) -> bool:

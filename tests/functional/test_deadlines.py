@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 import webtest
 from pyramid.config import Configurator
 from pyramid.exceptions import ConfigurationError
 from pyramid.security import NO_PERMISSION_REQUIRED
-from sqlalchemy import text
+from sqlalchemy import bindparam, func, literal, select, text
 
+from jsonapi_pyramid import read_rows
 from jsonapi_pyramid.deadlines import engine_options, statement_timeout_ms
 from jsonapi_pyramid.renderer import json_response
 from jsonapi_pyramid.traversal import Root
@@ -33,6 +35,22 @@ def slow_statement(request):
 def quick_statement(request):
     request.dbsession.execute(text("SELECT 1"))
     return json_response({"jsonapi": {"version": "1.1"}, "meta": {"finished": True}, "links": {"self": request.url}})
+
+
+def _counting():
+    """A kept statement: counting to ``:top``, one row (SQLite: about 5 seconds for 30,000,000)."""
+    numbers = select(literal(1).label("x")).cte("numbers", recursive=True)
+    numbers = numbers.union_all(select(numbers.c.x + 1).where(numbers.c.x < bindparam("top")))
+    return select(func.count()).select_from(numbers)
+
+
+COUNTING = _counting()
+
+
+def kept_counting(request):
+    """``?top=N``: the kept statement, on the driver from its second run."""
+    rows = read_rows(request, COUNTING, {"top": int(request.params["top"])}, kept=True)
+    return json_response({"jsonapi": {"version": "1.1"}, "meta": {"counted": rows[0][0]}, "links": {"self": request.url}})
 
 
 def make_app(database_url, view, **settings):
@@ -84,6 +102,24 @@ def test_the_deadline_is_per_statement_not_per_connection(built, database_url):
     client = built(database_url, quick_statement, **{"jsonapi.statement_timeout_ms": "200"})
     for _ in range(3):  # each statement gets its own deadline: quick ones never hit it
         client.post("/work", status=200)
+
+
+def test_kept_statements_run_on_the_driver_under_a_deadline(built, database_url, schema_validator, driver_runs):
+    """A deadline costs the driver path nothing: a kept statement runs on the driver (on SQLite the
+    deadline starts with each statement it runs there, as with SQLAlchemy's), and is cancelled at
+    its deadline there too."""
+    client = built(database_url, kept_counting, **{"jsonapi.statement_timeout_ms": "300"})
+    assert client.get("/work?top=10", status=200).json["meta"] == {"counted": 10}  # SQLAlchemy's run: learnt
+    assert client.get("/work?top=20", status=200).json["meta"] == {"counted": 20}
+    assert len(driver_runs) == 1
+    time.sleep(0.4)  # longer than the deadline: a statement that ran earlier does not shorten the next one's
+    assert client.get("/work?top=200000", status=200).json["meta"] == {"counted": 200000}
+    started = time.monotonic()
+    response = client.get("/work?top=30000000", status=503)
+    assert time.monotonic() - started < 3
+    assert_503(response, schema_validator)
+    assert len(driver_runs) == 3
+    assert client.get("/work?top=5", status=200).json["meta"] == {"counted": 5}
 
 
 def test_an_exhausted_pool_answers_503(built, database_url, schema_validator, caplog):
