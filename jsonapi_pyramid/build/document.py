@@ -51,7 +51,7 @@ def _link_relationships(shown: dict[str, dict[str, Any]], linkage: dict[Any, Any
             continue
         if type(data) is PagedMembers:  # a paged include: its page, count and page links
             member["links"].update(paged_links(data, member["links"]["related"]))
-            member["meta"] = {"count": data.count}
+            member["meta"] = {"count": data.window.count}
             data = data.members
         member["data"] = data
 

@@ -86,7 +86,7 @@ def paged_links(paged: PagedMembers, related: str) -> dict[Any, Any]:
     if page.cursor:
         return _paged_cursor_links(paged, related)
     size, number = page.size, page.number
-    last = max(1, -(-paged.window.count // size))
+    last = -(-paged.window.count // size) or 1  # an empty relationship has one (empty) page
     tail = f"&page[size]={size}"
     return {"first": f"{related}?page[number]=1{tail}",
             "prev": f"{related}?page[number]={number - 1}{tail}" if number > 1 else None,

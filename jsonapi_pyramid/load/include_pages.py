@@ -78,8 +78,11 @@ class PageMarks:
             self.edges.setdefault(parent_id, [member_id, None])[1] = member_id
 
     def paged(self, members: list[Any], windows: dict[Any, Window], parent_id: Any) -> PagedMembers:
+        window = windows.get(parent_id) or Window(0)
+        if self.codec is None:  # a numbered page: no edges
+            return PagedMembers(members, window, self.page)
         edges = self.edges.get(parent_id, (None, None))
-        return PagedMembers(members, windows.get(parent_id) or Window(0), self.page, (edges[0], edges[1]), self.signer)
+        return PagedMembers(members, window, self.page, (edges[0], edges[1]), self.signer)
 
 
 def related_codec(request: Any) -> Any:
@@ -180,7 +183,6 @@ def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) 
     instance, rank, count[, low, high]); a composite parent id is its ``parents`` columns."""
     pairs: list[Any] = []
     windows: dict[Any, tuple[Any, Any, Any]] = {}
-    edges: dict[Any, tuple[Any, Any]] = {}
     cursor, first_rank = page.shape != "number", page.first
     tail = 4 if cursor else 2  # the window columns after the parent id (records) or the instance
     if parents == 1:
@@ -189,6 +191,8 @@ def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) 
         split = [(CompositeId(row[-parents - tail:-tail]), row) for row in rows]
     else:
         split = [(CompositeId(row[:parents]), row[parents]) for row in rows]
+    firsts: dict[Any, Any] = {}  # parent id -> the rank of its page's first member, and of its last
+    lasts: dict[Any, Any] = {}
     for (parent_id, member), row in zip(split, rows, strict=True):
         if cursor:
             rank, total, low, high = row[-4:]
@@ -198,8 +202,9 @@ def page_members(rows: Any, records: bool, page: IncludePage, parents: int = 1) 
             inside = rank >= first_rank
         if inside:  # else: the parent's first row, read for its count only
             pairs.append((parent_id, member))
-            first = edges.get(parent_id, (rank, None))[0]
-            edges[parent_id] = (first, rank)
+            if parent_id not in firsts:
+                firsts[parent_id] = rank
+            lasts[parent_id] = rank
         windows[parent_id] = (total, low, high)
-    return pairs, {parent_id: Window(total, low, high, *edges.get(parent_id, (None, None)))
-                   for parent_id, (total, low, high) in windows.items()}
+    return pairs, {parent_id: Window(total, low, high, firsts[parent_id], lasts[parent_id]) if parent_id in firsts
+                   else Window(total, low, high) for parent_id, (total, low, high) in windows.items()}

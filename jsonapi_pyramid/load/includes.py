@@ -76,6 +76,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
         pairs, windows = _node_pairs(request, statements, definition, relationship, parents, parameters, page, subtree, (dialect, one))
         child_id = target.id_of
         marks = PageMarks(request, definition, name, cast("IncludePage", page)) if windows is not None else None
+        windows_of = cast("dict[Any, Any]", windows)  # (cast once: it is a call)
         cursors = marks if marks is not None and marks.codec is not None else None  # marks members and edges
         by_parent: dict[Any, list[Any]] = {}
         identifiers: dict[str, dict[Any, Any]] = {}  # id -> identifier; also each resource once for the next level
@@ -107,7 +108,7 @@ def _load_level(request: Request, loaded: Loaded, definition: Any, parents: list
             slot = linkage.setdefault((parent_types[parent_id] if parent_types else definition.type, str(parent_id)), {})
             slot[name] = (members or []) if many else (members[0] if members else None)
             if marks is not None:
-                slot[name] = marks.paged(slot[name], cast("dict[Any, Any]", windows), parent_id)
+                slot[name] = marks.paged(slot[name], windows_of, parent_id)
         _load_level(request, loaded, target, children, subtree, seen, pages, f"{prefix}{name}.")
 
 
