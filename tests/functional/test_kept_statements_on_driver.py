@@ -38,6 +38,7 @@ from sqlalchemy.exc import DBAPIError, NoResultFound
 from jsonapi_blog import main
 from jsonapi_pyramid import read_rows
 from jsonapi_pyramid.connection import execute
+from jsonapi_pyramid.deadlines import bound_statement_time
 from tests.conftest import APP_SETTINGS, JsonApiTestApp
 
 
@@ -46,11 +47,14 @@ class Kind(enum.Enum):
     LINK = "link"
 
 
-@pytest.fixture
-def typed(database_url):
+@pytest.fixture(params=[0, 5000], ids=["no deadline", "a statement deadline"])
+def typed(database_url, request):
     """A table of the types whose values SQLAlchemy processes (on SQLite: Numeric, DateTime,
-    Enum, JSON, Uuid, Boolean), two rows (one with NULLs), on a connection of its own."""
+    Enum, JSON, Uuid, Boolean), two rows (one with NULLs), on a connection of its own; on an
+    engine without, then with ``jsonapi.statement_timeout_ms`` (SQLite's is started by the driver
+    path itself: the statements still run there)."""
     engine = create_engine(database_url)
+    bound_statement_time(engine, request.param)
     table = Table(f"driver_types_{uuid.uuid4().hex[:8]}", MetaData(),
                   Column("id", Integer, primary_key=True), Column("price", Numeric(10, 2)),
                   Column("at", DateTime), Column("kind", Enum(Kind, name=f"kind_{uuid.uuid4().hex[:8]}")),
