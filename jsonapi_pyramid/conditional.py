@@ -254,20 +254,22 @@ def etag_tween_factory(handler: Any, registry: Any) -> Any:
             return response
         if not isinstance(response.app_iter, list) and not _small_file(response):
             return response  # a stream, or a file too large to read for a tag
+        environ = request.environ
         etag = response.headers.get("ETag")
         if etag is None:
-            environ = request.environ
             etag = environ.get(_UNCHANGED)
-            if etag is None:
-                body = response.body
-                if not body:
-                    return response
-                etag = etag_of(body, environ.get(_LINKAGE, b""))
-                key = environ.get(_KEY)
-                if key is not None:  # built from what the key digests: its tag, for the next revalidation
-                    cast("BoundedCache", get_registry(request).etag_tags).put(key, etag)
-            response.headers["ETag"] = etag
-        condition = request.headers.get("If-None-Match")
+            if etag is not None:  # ``unchanged`` found it named by ``If-None-Match``
+                response.headerlist.append(("ETag", etag))
+                return _not_modified(response)
+            body = response.body
+            if not body:
+                return response
+            etag = etag_of(body, environ.get(_LINKAGE, b""))
+            key = environ.get(_KEY)
+            if key is not None:  # built from what the key digests: its tag, for the next revalidation
+                cast("BoundedCache", get_registry(request).etag_tags).put(key, etag)
+            response.headerlist.append(("ETag", etag))  # (it has none: no lookup of the header names again)
+        condition = environ.get("HTTP_IF_NONE_MATCH")
         if condition is not None and weak_match(parse_entity_tags(condition), etag.removeprefix("W/")):
             return _not_modified(response)
         return response

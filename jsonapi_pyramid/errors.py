@@ -229,9 +229,12 @@ def url_decode_error_view(exc: UnicodeDecodeError, request: Request) -> Any:
 
 def url_is_utf8(environ: Any) -> bool:
     """Whether the path and the query string (as PEP 3333 hands them over) decode as UTF-8."""
+    path, query_text = environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+    if path.isascii() and query_text.isascii() and "%" not in query_text:
+        return True  # ASCII is UTF-8, and nothing is percent-encoded (the usual request, checked without a call)
     try:
-        environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")  # the server unquoted it
-        query = environ.get("QUERY_STRING", "").encode("latin-1")
+        path.encode("latin-1").decode("utf-8")  # the server unquoted it
+        query = query_text.encode("latin-1")
         query.decode("utf-8")
         unquote_to_bytes(query).decode("utf-8")
     except UnicodeError:
