@@ -17,8 +17,9 @@ changes are flushed, as the row a write reads back), ``execute`` runs its SQL st
 cursor itself with the bind and result processors SQLAlchemy's types give
 (``_Form``), with no execution context per run. Whatever SQLAlchemy would do more takes its own
 path (``_Form.ready``): a listener of the engine's execution events (statement recorders; not
-SQLite's deadline, whose start ``_Form.run`` sets itself), a dialect listener besides the library's metrics, a span recording the statement,
-echo, execution options, positional dialects that set input sizes, expanding parameters.
+SQLite's deadline, whose start ``_Form.run`` sets itself), a dialect listener besides the
+library's metrics, a span recording the statement, echo, execution options, positional dialects
+that set input sizes, expanding parameters.
 """
 from __future__ import annotations
 

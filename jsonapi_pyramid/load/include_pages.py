@@ -52,10 +52,6 @@ class PagedMembers:
     ids: tuple[Any, Any] = (None, None)  # ids of the page's first and last members
     signer: Any = None
 
-    @property
-    def count(self) -> int:
-        return self.window.count
-
 
 class PageMarks:
     """What one paged include node adds to its linkage: ``PagedMembers`` per parent and, for a
